@@ -1,0 +1,161 @@
+#!/usr/bin/python
+"""Wait until an SGLang unit serves a real generation, or fail fast with its journal."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_server_wait
+short_description: Wait until an SGLang systemd unit answers a real generation
+description:
+  - Polls the unit's state with C(systemctl show) and the readiness URL (by default
+    C(/health_generate), which runs a one-token generation) until the URL answers 200.
+  - Fails at once when the unit exits or enters auto-restart (a bad flag, a missing model),
+    and after I(timeout) seconds otherwise; both failures carry the unit's journal since its
+    current start, so the operator sees what the server said.
+options:
+  unit:
+    description: systemd unit name, e.g. C(sglang.service).
+    type: str
+    required: true
+  url:
+    description: Readiness URL; 200 means ready.
+    type: str
+    required: true
+  timeout:
+    description: Seconds to wait in all.
+    type: int
+    default: 900
+  interval:
+    description: Seconds between polls.
+    type: float
+    default: 2.0
+  request_timeout:
+    description: Seconds one readiness request may take.
+    type: float
+    default: 30.0
+  journal_lines:
+    description: Journal lines returned on failure.
+    type: int
+    default: 60
+author: sglang-deploy
+"""
+
+EXAMPLES = r"""
+- name: Wait until the server generates
+  sglang_server_wait:
+    unit: sglang.service
+    url: http://127.0.0.1:30000/health_generate
+    timeout: 1800
+"""
+
+RETURN = r"""
+elapsed:
+  description: Seconds until the server answered.
+  type: float
+  returned: success
+main_pid:
+  description: Main PID of the unit when it became ready.
+  type: int
+  returned: always
+journal:
+  description: Journal lines of the current start (on failure).
+  type: list
+  returned: failure
+"""
+
+import time
+import urllib.error
+import urllib.request
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def unit_state(module, unit):
+    rc, out, err = module.run_command(
+        ["systemctl", "show", unit, "-p",
+         "ActiveState,SubState,NRestarts,MainPID,InvocationID,LoadState,Result"]
+    )
+    if rc != 0:
+        module.fail_json(msg=f"systemctl show {unit} failed: {err.strip()}")
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def journal(module, unit, invocation, lines):
+    cmd = ["journalctl", "--no-pager", "-o", "short-iso", "-n", str(lines)]
+    cmd += [f"_SYSTEMD_INVOCATION_ID={invocation}"] if invocation else ["-u", unit]
+    rc, out, err = module.run_command(cmd)
+    if rc != 0 or not out.strip() or "-- No entries --" in out:
+        rc, out, err = module.run_command(
+            ["journalctl", "--no-pager", "-o", "short-iso", "-n", str(lines), "-u", unit]
+        )
+    return out.splitlines()[-lines:]
+
+
+def probe(url, timeout):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.reason
+    except (urllib.error.URLError, OSError) as exc:
+        return None, str(getattr(exc, "reason", exc))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", required=True),
+            url=dict(type="str", required=True),
+            timeout=dict(type="int", default=900),
+            interval=dict(type="float", default=2.0),
+            request_timeout=dict(type="float", default=30.0),
+            journal_lines=dict(type="int", default=60),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    unit = p["unit"]
+    start = time.monotonic()
+    first = unit_state(module, unit)
+    if first.get("LoadState") != "loaded":
+        module.fail_json(msg=f"{unit} is not loaded (LoadState={first.get('LoadState')})", main_pid=0)
+    restarts0 = int(first.get("NRestarts") or 0)
+    last_http = "no answer yet"
+    while True:
+        st = unit_state(module, unit)
+        pid = int(st.get("MainPID") or 0)
+        crashed = (
+            st.get("ActiveState") in ("failed", "inactive")
+            or st.get("SubState") == "auto-restart"
+            or int(st.get("NRestarts") or 0) > restarts0
+        )
+        if crashed:
+            module.fail_json(
+                msg=(
+                    f"{unit} exited while starting (ActiveState={st.get('ActiveState')}, "
+                    f"SubState={st.get('SubState')}, Result={st.get('Result')}): the server "
+                    "rejected its flags or could not load the model; its journal follows"
+                ),
+                main_pid=pid,
+                journal=journal(module, unit, first.get("InvocationID") or st.get("InvocationID"),
+                                p["journal_lines"]),
+            )
+        code, detail = probe(p["url"], p["request_timeout"])
+        if code == 200:
+            module.exit_json(changed=False, elapsed=round(time.monotonic() - start, 1), main_pid=pid)
+        last_http = f"HTTP {code}" if code else detail
+        if time.monotonic() - start > p["timeout"]:
+            module.fail_json(
+                msg=(
+                    f"{unit} did not generate within {p['timeout']} s ({p['url']}: {last_http}); "
+                    "raise sglang_server_ready_timeout for a large model; its journal follows"
+                ),
+                main_pid=pid,
+                journal=journal(module, unit, st.get("InvocationID"), p["journal_lines"]),
+            )
+        time.sleep(p["interval"])
+
+
+if __name__ == "__main__":
+    main()
