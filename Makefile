@@ -1,0 +1,58 @@
+# sglang-deploy: the two commands are `make demo` and `make test` (README.md).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VENV := .venv
+BIN := $(VENV)/bin
+LOCAL := -i inventories/local
+export ANSIBLE_FORCE_COLOR ?= 0
+export PY_COLORS ?= 0
+
+.PHONY: help setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench clean
+
+help:
+	@echo "make demo       local container hosts + deploy.yml + verification report"
+	@echo "make demo-down  remove the local container hosts"
+	@echo "make test       everything CI runs (lint, unit tests, Molecule)"
+	@echo "make bench      our benchmark client vs sglang.benchmark.serving (interleaved medians)"
+
+tools:                 ## controller venv (requirements.txt) + collections
+	./scripts/bootstrap.sh
+
+docker:                ## Docker engine from Debian, started if not running
+	./scripts/docker-up.sh
+
+image: docker          ## Debian 12 + systemd base image, built once per recipe hash
+	./scripts/build-image.sh >/dev/null
+
+wheelhouse: tools      ## every wheel of the local profile's ml_env spec, built once per spec
+	$(BIN)/ansible-playbook $(LOCAL) playbooks/wheelhouse.yml
+
+setup: tools docker image wheelhouse
+
+demo-hosts: setup
+	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml
+
+demo: demo-hosts       ## the main job on the embedded default, then the verification report
+	$(BIN)/ansible-playbook $(LOCAL) deploy.yml
+	$(BIN)/ansible-playbook $(LOCAL) playbooks/verify.yml
+
+demo-down: tools
+	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml -e local_hosts_state=absent
+
+lint: tools
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint
+
+unit: tools
+	$(BIN)/pytest -q tests
+
+molecule: setup
+	$(BIN)/molecule test --all
+
+test: lint unit molecule
+
+bench: tools
+	$(BIN)/python scripts/bench-compare.py
+
+clean: demo-down
+	rm -rf .cache/facts
