@@ -1,0 +1,99 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Runs on the controller once per play batch: gathers the host reports of a run into
+# report.json and summary.md, and appends them to the history (once each).
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_verify_report
+short_description: Write a verification run's report.json, summary.md and history on the controller
+description:
+  - Reads C(<report_dir>/<run_id>/hosts/*.json) (written by sglang_verify_gate), writes
+    C(<report_dir>/<run_id>/report.json) and C(summary.md), copies the summary to
+    C(<report_dir>/latest.md), and appends each host's figures to C(<report_dir>/history.jsonl)
+    unless that run and host are already there (a rolling deploy calls this once per batch).
+  - In check mode nothing is written.
+options:
+  run_id: {description: Identifier of the run., type: str, required: true}
+  report_dir: {description: Controller directory of reports., type: path, required: true}
+author: [sglang_deploy]
+"""
+
+RETURN = r"""
+report: {description: Path of report.json., returned: always, type: str}
+summary: {description: Path of summary.md., returned: always, type: str}
+history: {description: Path of history.jsonl., returned: always, type: str}
+hosts: {description: Hosts in the run so far., returned: always, type: list, elements: str}
+appended: {description: History records appended by this call., returned: always, type: int}
+"""
+
+import datetime
+import glob
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_verify_lib import history_record, render_summary_md
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            run_id=dict(type="str", required=True),
+            report_dir=dict(type="path", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    run_dir = os.path.join(p["report_dir"], p["run_id"])
+    hosts = {}
+    for path in sorted(glob.glob(os.path.join(run_dir, "hosts", "*.json"))):
+        with open(path) as fh:
+            rec = json.load(fh)
+        hosts[rec["host"]] = rec
+    report = {
+        "run_id": p["run_id"],
+        "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "passed": all(h.get("passed") for h in hosts.values()) if hosts else None,
+        "hosts": hosts,
+    }
+    paths = {
+        "report": os.path.join(run_dir, "report.json"),
+        "summary": os.path.join(run_dir, "summary.md"),
+        "history": os.path.join(p["report_dir"], "history.jsonl"),
+    }
+    appended = 0
+    if not module.check_mode and hosts:
+        with open(paths["report"] + ".tmp", "w") as fh:
+            json.dump(report, fh, indent=1, sort_keys=True, default=str)
+            fh.write("\n")
+        os.replace(paths["report"] + ".tmp", paths["report"])
+        md = render_summary_md(report)
+        for target in (paths["summary"], os.path.join(p["report_dir"], "latest.md")):
+            with open(target + ".tmp", "w") as fh:
+                fh.write(md)
+            os.replace(target + ".tmp", target)
+        seen = set()
+        if os.path.exists(paths["history"]):
+            with open(paths["history"]) as fh:
+                for line in fh:
+                    try:
+                        r = json.loads(line)
+                    except ValueError:
+                        continue
+                    seen.add((r.get("run_id"), r.get("host")))
+        with open(paths["history"], "a") as fh:
+            for host in sorted(hosts):
+                if (p["run_id"], host) in seen:
+                    continue
+                fh.write(json.dumps(history_record(p["run_id"], host, hosts[host]), sort_keys=True) + "\n")
+                appended += 1
+    module.exit_json(changed=False, hosts=sorted(hosts), appended=appended, **paths)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""bench-compare.py - is the project's single-stream figure trustworthy? Compare it with
+SGLang's own benchmark (python -m sglang.benchmark.serving) at concurrency 1, on the same server.
+
+The two measurers run interleaved (A B A B ...) for --pairs pairs, because one run against one
+run differs by 15-30% on a busy machine; the medians over the pairs are compared:
+  - decode tokens/s after the first token: ours = (tokens after the first) / (last - first token
+    time); bench_serving's = 1000 / median TPOT, TPOT = (latency - TTFT) / (output tokens - 1);
+  - median TTFT (ms).
+It prints a table and the ratio ours / bench_serving; it asserts nothing (figures, not a test).
+
+The project's side is the exact code the sglang_verify role runs on the host
+(roles/sglang_verify/module_utils). bench_serving needs the `datasets` package and a local
+tokenizer (the model directory) in the Python given by --bench-python.
+
+usage:
+  scripts/bench-compare.py --url http://127.0.0.1:30000 --bench-python /root/ml-env/bin/python
+      [--tokenizer MODEL_DIR] [--pairs 5] [--requests 4] [--output-len 256] [--input-len 16]
+      [--env PYTHONPATH=/extra] [--json out.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "roles", "sglang_verify", "module_utils"))
+
+from sglang_verify_client import Client, single_stream  # noqa: E402
+from sglang_verify_lib import parse_bench_serving_jsonl  # noqa: E402
+
+PROMPT = "Tell me a story about a lighthouse keeper."
+
+
+def ours(client, model, args):
+    summary, _ = single_stream(client, model, PROMPT, args.output_len, args.requests, 1)
+    if summary["errors"]:
+        raise RuntimeError("our client: %s" % summary["error_messages"])
+    return {"decode_tps": summary["decode_tps"], "ttft_ms": summary["ttft_ms"],
+            "itl_ms_p50": summary["itl_ms_p50"], "e2e_tps": summary["e2e_tps"]}
+
+
+def bench_serving(args, model, tokenizer):
+    fd, out = tempfile.mkstemp(suffix=".jsonl")
+    os.close(fd)
+    os.unlink(out)
+    cmd = [args.bench_python, "-m", "sglang.benchmark.serving", "--backend", args.backend,
+           "--base-url", args.url, "--dataset-name", "random-ids", "--tokenizer", tokenizer,
+           "--model", model, "--served-model-name", model,
+           "--num-prompts", str(args.requests), "--random-input-len", str(args.input_len),
+           "--random-output-len", str(args.output_len), "--random-range-ratio", "1",
+           "--max-concurrency", "1", "--warmup-requests", "1", "--seed", "1", "--disable-tqdm",
+           "--output-file", out]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    for kv in args.env:
+        k, v = kv.split("=", 1)
+        env[k] = v
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=900)
+        if proc.returncode != 0 or not os.path.exists(out):
+            raise RuntimeError("bench_serving exit %s:\n%s" % (proc.returncode,
+                                                              proc.stdout.decode(errors="replace")[-2000:]))
+        with open(out) as fh:
+            rec = parse_bench_serving_jsonl(fh.read())
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+    return {"decode_tps": rec["decode_tps_from_tpot"], "ttft_ms": rec["median_ttft_ms"],
+            "itl_ms_p50": rec["median_itl_ms"], "e2e_tps": rec["output_throughput"],
+            "completed": rec["completed"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--url", default="http://127.0.0.1:30000")
+    ap.add_argument("--bench-python", default="/root/ml-env/bin/python")
+    ap.add_argument("--tokenizer", help="model directory (default: /server_info model_path)")
+    ap.add_argument("--backend", default="sglang-oai-chat")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=4, help="measured requests per run")
+    ap.add_argument("--output-len", type=int, default=256)
+    ap.add_argument("--input-len", type=int, default=16, help="bench_serving prompt tokens (ours is ~16)")
+    ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for bench_serving")
+    ap.add_argument("--json", help="write all figures here")
+    args = ap.parse_args()
+
+    info = json.load(urllib.request.urlopen(args.url.rstrip("/") + "/server_info", timeout=30))
+    model = info.get("served_model_name") or info["model_path"]
+    tokenizer = args.tokenizer or info.get("tokenizer_path") or info["model_path"]
+    client = Client(args.url, None, 300)
+    rows = []
+    t0 = time.time()
+    for i in range(args.pairs):
+        a = ours(client, model, args)
+        b = bench_serving(args, model, tokenizer)
+        rows.append({"pair": i + 1, "ours": a, "bench_serving": b})
+        print("pair %d: ours %.1f tok/s TTFT %.1f ms | bench_serving %.1f tok/s TTFT %.1f ms" % (
+            i + 1, a["decode_tps"], a["ttft_ms"], b["decode_tps"], b["ttft_ms"]), flush=True)
+
+    def med(side, key):
+        return statistics.median(r[side][key] for r in rows)
+
+    print()
+    print("server %s, sglang %s, %d pairs x %d requests x %d tokens, %.0f s" % (
+        args.url, info.get("version"), args.pairs, args.requests, args.output_len, time.time() - t0))
+    print("%-34s %12s %14s %8s" % ("median over pairs", "ours", "bench_serving", "ratio"))
+    summary = {}
+    for key, label in (("decode_tps", "decode tok/s (after 1st token)"), ("ttft_ms", "TTFT ms"),
+                       ("itl_ms_p50", "ITL p50 ms"), ("e2e_tps", "end-to-end tok/s")):
+        o, b = med("ours", key), med("bench_serving", key)
+        summary[key] = {"ours": o, "bench_serving": b, "ratio": o / b if b else None}
+        print("%-34s %12.2f %14.2f %8.3f" % (label, o, b, o / b if b else float("nan")))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"url": args.url, "version": info.get("version"), "pairs": rows, "median": summary,
+                       "requests": args.requests, "output_len": args.output_len}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The sglang_probe module's request logic (health, probes, single stream, own sweep) against a
+fake SGLang server on a local socket (standard library http.server), so that the live client's
+timing, a connection that dies midway and a server that answers garbage are exercised without
+a real model."""
+
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MU = os.path.join(ROOT, "roles", "sglang_verify", "module_utils")
+sys.path.insert(0, MU)
+
+import sglang_verify_client  # noqa: E402
+import sglang_verify_lib  # noqa: E402
+
+pytest.importorskip("ansible.module_utils.basic")
+# the module imports its helpers as ansible.module_utils.<name>, as Ansible ships them
+sys.modules["ansible.module_utils.sglang_verify_lib"] = sglang_verify_lib
+sys.modules["ansible.module_utils.sglang_verify_client"] = sglang_verify_client
+_spec = importlib.util.spec_from_file_location(
+    "sglang_probe", os.path.join(ROOT, "roles", "sglang_verify", "library", "sglang_probe.py"))
+probe = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(probe)
+
+ANSWERS = {"What is 2+2?": "4", "Say hello.": "hello"}
+
+
+class Fake(BaseHTTPRequestHandler):
+    mode = "good"  # good | garbage | die | stream-differs
+    token_delay = 0.002
+
+    def log_message(self, *a):
+        pass
+
+    def _json(self, code, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/health_generate":
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/v1/models":
+            self._json(200, {"data": [{"id": "fake"}]})
+        elif self.path == "/server_info":
+            self._json(200, {"version": "0.0-fake", "launch_command": "--model-path /m --tp 1",
+                             "model_path": "/m", "tp_size": 1, "internal_states": [{}]})
+        else:
+            self._json(404, {"error": "no"})
+
+    def _tokens(self, body):
+        prompt = body["messages"][0]["content"]
+        n = body.get("max_tokens", 16)
+        if self.mode == "garbage":
+            return ["!"] * n, "length"
+        if prompt in ANSWERS and not body.get("ignore_eos"):
+            return [ANSWERS[prompt]], "stop"
+        return (["w%d " % i for i in range(n)]), "length"
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        toks, finish = self._tokens(body)
+        used = len(toks) + (1 if finish == "stop" else 0)
+        if not body.get("stream"):
+            self._json(200, {"choices": [{"message": {"content": "".join(toks)}, "finish_reason": finish}],
+                             "usage": {"completion_tokens": used}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        if self.mode == "stream-differs":
+            toks = ["5"]
+        # two tokens per chunk after the first, like speculative decoding
+        chunks = [toks[:1]] + [toks[i:i + 2] for i in range(1, len(toks), 2)]
+        cum = 0
+        for i, c in enumerate(chunks):
+            if self.mode == "die" and i == 3:
+                self.wfile.flush()
+                self.connection.shutdown(2)
+                return
+            cum += len(c)
+            ev = {"choices": [{"delta": {"content": "".join(c)}, "finish_reason": None}],
+                  "usage": {"completion_tokens": cum}}
+            self.wfile.write(("data: %s\n\n" % json.dumps(ev)).encode())
+            self.wfile.flush()
+            time.sleep(self.token_delay * len(c))
+        ev = {"choices": [{"delta": {}, "finish_reason": finish}]}
+        self.wfile.write(("data: %s\n\n" % json.dumps(ev)).encode())
+        self.wfile.write(("data: %s\n\n" % json.dumps({"choices": [], "usage": {"completion_tokens": used}})).encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+@pytest.fixture()
+def server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    Fake.mode = "good"
+    yield "http://127.0.0.1:%d" % srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+def params(**kw):
+    p = {"request_extra_body": {}, "probe_max_tokens": 16, "probe_stream_agreement": True,
+         "garbage_min_run": 8, "max_tokens_probe": {"prompt": "Tell me a story.", "max_tokens": 7},
+         "probes": [{"prompt": "What is 2+2?", "expect": "4", "match": "exact"},
+                    {"prompt": "Say hello.", "expect": "hello", "match": "exact"}],
+         "bench": {"max_tokens": 40, "runs": 2, "warmup": 1}, "sweep": {"concurrency": [1, 3], "tool": "own"}}
+    p.update(kw)
+    return p
+
+
+def test_health_and_good_probes(server):
+    c = sglang_verify_client.Client(server, None, 10)
+    h = probe.check_health(c, "fake", 5)
+    assert h["ok"] and h["models"] == ["fake"]
+    assert not probe.check_health(c, "other-name", 1)["ok"]
+    res, fails = probe.run_probes(c, "fake", params())
+    assert fails == [], fails
+    assert [r["ok"] for r in res] == [True, True, True]
+    assert res[-1]["stream_tokens"] == 7
+
+
+def test_garbage_server_fails_probes_quoting_output(server):
+    Fake.mode = "garbage"
+    c = sglang_verify_client.Client(server, None, 10)
+    res, fails = probe.run_probes(c, "fake", params())
+    assert len(fails) == 2
+    assert fails[0].startswith('probe "What is 2+2?" answered "!!!!!!!!!!!!!!!!"')
+    assert "garbage" in fails[0] and 'expected "4" (exact)' in fails[0]
+    summary, sf = probe.run_single_stream(c, "fake", params())
+    assert any("garbage" in f and '"!!!!' in f for f in sf)
+
+
+def test_stream_and_non_stream_disagreement_is_a_failure(server):
+    Fake.mode = "stream-differs"
+    c = sglang_verify_client.Client(server, None, 10)
+    res, fails = probe.run_probes(c, "fake", params(max_tokens_probe={}))
+    assert 'streamed answer "5" differs from non-streamed "4"' in fails[0]
+
+
+def test_single_stream_counts_two_token_chunks(server):
+    c = sglang_verify_client.Client(server, None, 10)
+    s, fails = probe.run_single_stream(c, "fake", params())
+    assert fails == []
+    assert s["runs"] == 2 and s["errors"] == 0
+    assert s["completion_tokens"] == [40, 40] and s["stream_tokens"] == [40, 40]
+    assert s["itl_samples"] == 2 * 39
+    assert s["token_count_method"] == ["server-usage-per-chunk"]
+    # two tokens per chunk with 4 ms between chunks: about 2 ms per token (loose: timing)
+    assert 0.5 < s["itl_ms_p50"] < 20
+
+
+def test_stream_dying_midway_is_counted_as_an_error(server):
+    Fake.mode = "die"
+    c = sglang_verify_client.Client(server, None, 10)
+    s, fails = probe.run_single_stream(c, "fake", params())
+    assert s["errors"] == 2 and s["decode_tps"] is None
+    assert "before [DONE]" in s["error_messages"][0] or "connection" in s["error_messages"][0]
+    assert fails and "2 of 2 requests failed" in fails[0]
+
+
+def test_own_sweep(server):
+    c = sglang_verify_client.Client(server, None, 10)
+    sweep, fails = probe.run_sweep(c, "fake", params(), server, None)
+    assert fails == []
+    assert sweep["tool"] == "own (sglang_probe)"
+    assert [lv["concurrency"] for lv in sweep["levels"]] == [1, 3]
+    assert sweep["levels"][1]["completed"] == 6 and sweep["levels"][1]["total_output_tokens"] == 6 * 128
+
+
+def test_auto_sweep_falls_back_and_says_why(server):
+    c = sglang_verify_client.Client(server, None, 10)
+    p = params(sweep={"concurrency": [1], "tool": "auto", "python": "/nonexistent/python", "tokenizer": "/m"})
+    sweep, fails = probe.run_sweep(c, "fake", p, server, None)
+    assert sweep["tool"] == "own (sglang_probe)"
+    assert "/nonexistent/python not found" in sweep["note"]
+    p["sweep"]["tool"] = "bench_serving"
+    sweep, fails = probe.run_sweep(c, "fake", p, server, None)
+    assert fails and "not found" in fails[0]
+
+
+def test_unreachable_server_health_reports_the_error():
+    c = sglang_verify_client.Client("http://127.0.0.1:9", None, 2)
+    h = probe.check_health(c, "x", 0)
+    assert not h["ok"] and "/health_generate answered 0" in h["error"]
