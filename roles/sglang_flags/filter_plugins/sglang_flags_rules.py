@@ -1,0 +1,706 @@
+"""Judge a launch flag set against the rules table (``sglang_flags_rules``), offline.
+
+The rules are data (``roles/sglang_flags/vars/main.yml``); this module only evaluates them.
+A rule::
+
+    - id: sm120-moe-flashinfer-trtllm      # stable name; used by waivers and in messages
+      severity: error                      # error fails the play; warning is shown
+      scope: offline                       # offline (here) or host (files/sglang_preflight.py)
+      applies:                             # every condition given must hold (AND)
+        sm: ["12.0", "12.1"]               # GPU compute capability major.minor ("12.*" allowed)
+        sglang: {min: "0.5.20", max: null} # min inclusive, max exclusive, PEP 440 ordering
+        flags_any: [a, b]                  # at least one of these flags is present
+        flag_values: {flag: [v1, v2]}      # some flag has one of these values (case-insensitive)
+        flags_absent: [c]                  # none of these flags is present
+        env_any: [VAR]                     # at least one of these variables is set (not null)
+        packages_absent: [mscclpp]         # none of these is in the installed package list
+        gpus_exceed_count: true            # tp * pp / nnodes > GPUs on the host
+      message: what is wrong and why       # may use {flag}, {value}, {version}, {sm}, ...
+      fix: what to do instead
+      source: where the fact comes from (issue, seed, field notes, SGLang source)
+      replacement: --new-flag              # optional; renamed flags (the host check names it)
+
+When a rule's version range (or SM list) cannot be judged because the version (or SM) is
+unknown, and every other condition holds, the result is a warning with status
+``unknown-version`` (``unknown-sm``), never a silent pass.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+import os
+import re
+
+from ansible.errors import AnsibleFilterError
+
+
+def _load_renderer():
+    """The lead's renderer (sglang_flags.py, beside this file) owns the flag model: folding
+    ``model_path`` to ``model-path``, dropping ``false``/``null``. Ansible loads filter plugins
+    by path, not as a package, so load the sibling the same way."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang_flags.py")
+    spec = importlib.util.spec_from_file_location("_sglang_flags_renderer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_renderer = _load_renderer()
+_FLAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+# --------------------------------------------------------------------------------------------
+# versions
+# --------------------------------------------------------------------------------------------
+
+_VERSION_RE = re.compile(
+    r"""^\s*v?
+    (?:(?P<epoch>\d+)!)?
+    (?P<release>\d+(?:\.\d+)*)
+    (?:[-_.]?(?P<pre_l>a|alpha|b|beta|rc|c|pre|preview)[-_.]?(?P<pre_n>\d*))?
+    (?:(?:-(?P<post_n1>\d+))|(?:[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d*)))?
+    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d*))?
+    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
+    \s*$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "rc": 2, "c": 2, "pre": 2, "preview": 2}
+_INF = float("inf")
+
+
+def version_key(version) -> tuple:
+    """A sort key with PEP 440 ordering (``X.devN < XaN < XbN < XrcN < X < X.postN``).
+
+    The local part (``+g1234``) is ignored: a nightly build of a commit sorts with its
+    public version. Raises ``ValueError`` for anything that is not a version.
+    """
+    text = str(version)
+    m = _VERSION_RE.match(text)
+    if not m:
+        raise ValueError(f"not a PEP 440 version: {text!r}")
+    release = [int(p) for p in m.group("release").split(".")]
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    pre_l, dev_n = m.group("pre_l"), m.group("dev_n")
+    post = m.group("post_n1") or m.group("post_n2")
+    has_post = m.group("post_n1") is not None or m.group("post_l") is not None
+    has_dev = m.group("dev_l") is not None
+    if pre_l:
+        pre = (_PRE_RANK[pre_l.lower()], int(m.group("pre_n") or 0))
+    elif has_dev and not has_post:
+        pre = (-1, 0)  # X.devN sorts before every pre-release of X
+    else:
+        pre = (3, 0)
+    post_key = int(post or 0) if has_post else -1
+    dev_key = int(dev_n or 0) if has_dev else _INF
+    return (int(m.group("epoch") or 0), tuple(release), pre, post_key, dev_key)
+
+
+def sglang_version_compare(a, b) -> int:
+    """-1, 0 or 1 as version ``a`` sorts before, with or after ``b``."""
+    ka, kb = version_key(a), version_key(b)
+    return (ka > kb) - (ka < kb)
+
+
+def version_in_range(version, vmin=None, vmax=None) -> bool:
+    """``vmin <= version < vmax``; either bound may be empty."""
+    key = version_key(version)
+    if vmin not in (None, "") and key < version_key(vmin):
+        return False
+    if vmax not in (None, "") and key >= version_key(vmax):
+        return False
+    return True
+
+
+# a requirement string naming sglang itself (not sglang-router, sglang-kernel, ...)
+_REQ_PIN_RE = re.compile(r"^\s*sglang\s*(?:\[[^\]]*\])?\s*===?\s*(?P<v>[^\s;,#]+)", re.I)
+_REQ_WHEEL_RE = re.compile(r"(?:^|[/@\s])sglang-(?P<v>\d[^-/\s]*)-(?:py|cp)\d", re.I)
+_REQ_NAME_RE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def sglang_flags_version_from_spec(requirements) -> str:
+    """The SGLang version pinned in ml_env's package lists, or "" when none is exact.
+
+    Understands ``sglang==0.5.23``, ``sglang[all]==0.5.23``, ``sglang===0.5.24.dev0+g1a2b``,
+    and wheel file names or URLs (``.../sglang-0.5.23-py3-none-any.whl``). A range
+    (``sglang>=0.5``) or a source checkout (``-e python``) gives "".
+    """
+    if requirements is None:
+        return ""
+    if isinstance(requirements, str):
+        requirements = [requirements]
+    if not isinstance(requirements, (list, tuple)):
+        raise AnsibleFilterError(
+            "sglang_flags_version_from_spec: expected a list of requirement strings, "
+            f"got {type(requirements).__name__}"
+        )
+    for req in requirements:
+        text = str(req)
+        for regex in (_REQ_PIN_RE, _REQ_WHEEL_RE):
+            m = regex.search(text)
+            if m:
+                candidate = m.group("v")
+                if candidate.endswith(".whl"):
+                    continue
+                try:
+                    version_key(candidate)
+                except ValueError:
+                    continue
+                return candidate
+    return ""
+
+
+def _canonical_package(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def sglang_flags_package_names(requirements) -> list:
+    """Distribution names (PEP 503-normalised) of a list of requirement strings."""
+    if requirements is None:
+        return []
+    if isinstance(requirements, str):
+        requirements = [requirements]
+    names = []
+    for req in requirements:
+        text = str(req).strip()
+        if not text or text.startswith(("-", "#")):
+            continue
+        wheel = re.search(r"(?:^|/)([A-Za-z0-9_.]+?)-\d[^/]*\.whl$", text)
+        if wheel:
+            names.append(_canonical_package(wheel.group(1)))
+            continue
+        m = _REQ_NAME_RE.match(text)
+        if m:
+            names.append(_canonical_package(m.group("name")))
+    return sorted(set(names))
+
+
+# --------------------------------------------------------------------------------------------
+# GPU SM
+# --------------------------------------------------------------------------------------------
+
+_SM_RE = re.compile(r"^\s*(?:sm[_ ]?)?(?P<major>\d+)(?:[._](?P<minor>\d+))?\s*$", re.I)
+
+
+def sglang_flags_normalize_sm(value) -> str:
+    """``"12.0"``, ``12``, ``"sm_120"``, ``"SM120"``, ``"120"`` -> ``"12.0"``; ``""`` if unknown."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, float):
+        value = f"{value:.1f}"
+    text = str(value)
+    m = _SM_RE.match(text)
+    if not m:
+        raise AnsibleFilterError(
+            f"sglang_flags_gpu_sm: {value!r} is not a GPU compute capability; "
+            "write it as major.minor, e.g. \"12.0\" for RTX PRO 6000 Blackwell"
+        )
+    major, minor = int(m.group("major")), m.group("minor")
+    if minor is not None:
+        return f"{major}.{int(minor)}"
+    if major >= 20:  # "120", "sm_120", "sm_90": the last digit is the minor version
+        return f"{major // 10}.{major % 10}"
+    return f"{major}.0"  # "12", "9"
+
+
+def _sm_matches(sm: str, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(sm, str(p)) for p in patterns)
+
+
+# --------------------------------------------------------------------------------------------
+# the flag set, as the rules see it
+# --------------------------------------------------------------------------------------------
+
+
+def _normalize_args(args) -> dict:
+    return _renderer.sglang_normalize_args(args)
+
+
+def _values(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    if value is True:
+        return []
+    return [str(value)]
+
+
+def _int_flag(args: dict, names, default: int) -> int:
+    for name in names:
+        if name in args and args[name] is not True:
+            try:
+                return int(str(args[name]))
+            except ValueError as exc:
+                raise AnsibleFilterError(
+                    f"sglang_server_args['{name}'] = {args[name]!r} is not an integer"
+                ) from exc
+    return default
+
+
+TP_FLAGS = ("tp", "tp-size", "tensor-parallel-size")
+PP_FLAGS = ("pp", "pp-size", "pipeline-parallel-size")
+NNODES_FLAGS = ("nnodes",)
+
+
+def gpus_needed(args: dict) -> int:
+    """GPUs one host must hold for this flag set: tp * pp / nnodes (rounded up)."""
+    tp = _int_flag(args, TP_FLAGS, 1)
+    pp = _int_flag(args, PP_FLAGS, 1)
+    nnodes = max(_int_flag(args, NNODES_FLAGS, 1), 1)
+    return -(-(tp * pp) // nnodes)
+
+
+_KNOWN_CONDITIONS = {
+    "sm",
+    "sglang",
+    "flags_any",
+    "flag_values",
+    "flags_absent",
+    "env_any",
+    "packages_absent",
+    "gpus_exceed_count",
+}
+_REQUIRED_FIELDS = ("id", "severity", "applies", "message", "fix", "source")
+
+
+def sglang_flags_validate_rules(rules) -> list:
+    """Check the table's shape; returns it unchanged. Raises naming the bad rule."""
+    if not isinstance(rules, list):
+        raise AnsibleFilterError("sglang_flags_rules must be a list of rules")
+    seen = set()
+    for i, rule in enumerate(rules):
+        where = f"sglang_flags_rules[{i}]"
+        if not isinstance(rule, dict):
+            raise AnsibleFilterError(f"{where} is not a mapping")
+        missing = [f for f in _REQUIRED_FIELDS if f not in rule]
+        if missing:
+            raise AnsibleFilterError(f"{where} ({rule.get('id', '?')}): missing {missing}")
+        if rule["id"] in seen:
+            raise AnsibleFilterError(f"{where}: duplicate rule id {rule['id']!r}")
+        seen.add(rule["id"])
+        if rule["severity"] not in ("error", "warning"):
+            raise AnsibleFilterError(f"{where} ({rule['id']}): severity must be error or warning")
+        if rule.get("scope", "offline") not in ("offline", "host"):
+            raise AnsibleFilterError(f"{where} ({rule['id']}): scope must be offline or host")
+        applies = rule["applies"]
+        if not isinstance(applies, dict):
+            raise AnsibleFilterError(f"{where} ({rule['id']}): applies must be a mapping")
+        unknown = set(applies) - _KNOWN_CONDITIONS
+        if unknown:
+            raise AnsibleFilterError(
+                f"{where} ({rule['id']}): unknown condition(s) {sorted(unknown)}; "
+                f"known: {sorted(_KNOWN_CONDITIONS)}"
+            )
+        rng = applies.get("sglang")
+        if rng is not None:
+            if not isinstance(rng, dict) or set(rng) - {"min", "max"}:
+                raise AnsibleFilterError(
+                    f"{where} ({rule['id']}): sglang must be {{min: X, max: Y}}"
+                )
+            for bound in rng.values():
+                if bound not in (None, ""):
+                    try:
+                        version_key(bound)
+                    except ValueError as exc:
+                        raise AnsibleFilterError(f"{where} ({rule['id']}): {exc}") from exc
+    return rules
+
+
+def _lc(values) -> set:
+    return {str(v).lower() for v in values}
+
+
+def _evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
+    """(status, flag, value) or None when the rule does not apply.
+
+    status: "violation", "unknown-version", "unknown-sm", "unknown-gpu-count",
+    "unknown-packages".
+    """
+    applies = rule.get("applies") or {}
+    flag = value = None
+    unknown = []
+
+    if "flags_any" in applies:
+        present = [f for f in applies["flags_any"] if f in args]
+        if not present:
+            return None
+        flag = present[0]
+        value = args[flag]
+    if "flag_values" in applies:
+        hit = None
+        for fname, bad in applies["flag_values"].items():
+            if fname in args:
+                for v in _values(args[fname]):
+                    if v.lower() in _lc(bad):
+                        hit = (fname, v)
+                        break
+            if hit:
+                break
+        if not hit:
+            return None
+        if flag is None:
+            flag, value = hit
+    if "flags_absent" in applies:
+        if any(f in args for f in applies["flags_absent"]):
+            return None
+        if flag is None:
+            flag = applies["flags_absent"][0]
+    if "env_any" in applies:
+        set_vars = [v for v in applies["env_any"] if env.get(v) is not None]
+        if not set_vars:
+            return None
+        if flag is None:
+            flag, value = set_vars[0], env[set_vars[0]]
+    if applies.get("gpus_exceed_count"):
+        need = gpus_needed(args)
+        if need <= 1:
+            return None
+        if gpu_count is None:
+            unknown.append("unknown-gpu-count")
+        elif need <= gpu_count:
+            return None
+        if flag is None:
+            flag = next((f for f in TP_FLAGS if f in args), "tp")
+            value = need
+    if "packages_absent" in applies:
+        if packages is None:
+            unknown.append("unknown-packages")
+        elif any(_canonical_package(p) in packages for p in applies["packages_absent"]):
+            return None
+    if "sm" in applies:
+        if not sm:
+            unknown.append("unknown-sm")
+        elif not _sm_matches(sm, applies["sm"]):
+            return None
+    if "sglang" in applies:
+        rng = applies["sglang"] or {}
+        if not version:
+            unknown.append("unknown-version")
+        elif not version_in_range(version, rng.get("min"), rng.get("max")):
+            return None
+    return (unknown[0] if unknown else "violation", flag, value)
+
+
+def _fmt(template: str, **kw) -> str:
+    class _Safe(dict):
+        def __missing__(self, key):
+            return "{" + key + "}"
+
+    return str(template).format_map(_Safe(**{k: ("" if v is None else v) for k, v in kw.items()}))
+
+
+def sglang_flags_check(
+    args,
+    rules,
+    env=None,
+    sm="",
+    version="",
+    gpu_count=None,
+    packages=None,
+    waive=None,
+    scope="offline",
+    errors_as_findings=False,
+):
+    """See ``_check``. With ``errors_as_findings`` a malformed input (bad flag name, bad
+    version string) becomes one error finding (rule ``input``) instead of an exception, so
+    that a lint run can report every host at once."""
+    try:
+        return _check(args, rules, env, sm, version, gpu_count, packages, waive, scope)
+    except AnsibleFilterError as exc:
+        if not errors_as_findings:
+            raise
+        return [
+            {
+                "rule": "input",
+                "severity": "error",
+                "status": "violation",
+                "flag": "sglang_server_args",
+                "value": None,
+                "message": str(exc.message if hasattr(exc, "message") else exc),
+                "fix": "correct the variable named in the message",
+                "source": "roles/sglang_flags input checks",
+            }
+        ]
+
+
+def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
+    """Every finding of ``rules`` (scope ``scope``) on one host's flag set.
+
+    Returns a list of dicts: rule, severity (error|warning), status (violation, waived,
+    unknown-version, unknown-sm, unknown-gpu-count, unknown-packages), flag, value,
+    message, fix, source. Only status ``violation`` keeps the rule's own severity; every
+    other status is a warning.
+    """
+    sglang_flags_validate_rules(rules)
+    nargs = _normalize_args(args)
+    if env is None:
+        env = {}
+    if not isinstance(env, dict):
+        raise AnsibleFilterError("sglang_server_env must be a mapping of NAME -> value")
+    sm = sglang_flags_normalize_sm(sm)
+    version = "" if version is None else str(version).strip()
+    if version:
+        try:
+            version_key(version)
+        except ValueError as exc:
+            raise AnsibleFilterError(
+                f"sglang_flags_sglang_version: {exc}; give the installed SGLang version, "
+                "e.g. \"0.5.23\""
+            ) from exc
+    if gpu_count in (None, ""):
+        gpu_count = None
+    else:
+        try:
+            gpu_count = int(gpu_count)
+        except (TypeError, ValueError) as exc:
+            raise AnsibleFilterError(
+                f"sglang_flags_gpu_count: {gpu_count!r} is not an integer"
+            ) from exc
+        if gpu_count <= 0:  # gpu_host's "0 = any number" / a CPU test host
+            gpu_count = None
+    if packages is not None:  # names or requirement strings ("mscclpp==0.7.0")
+        packages = set(sglang_flags_package_names(list(packages)))
+    waive = set(waive or [])
+    known_ids = {r["id"] for r in rules}
+    findings = []
+    for wid in sorted(waive - known_ids):
+        findings.append(
+            {
+                "rule": wid,
+                "severity": "warning",
+                "status": "unknown-waiver",
+                "flag": "sglang_flags_waive",
+                "value": wid,
+                "message": f"sglang_flags_waive names {wid!r}, which is not a rule id",
+                "fix": "remove it or correct the id (see roles/sglang_flags/vars/main.yml)",
+                "source": "sglang_flags_waive",
+            }
+        )
+    for rule in rules:
+        if rule.get("scope", "offline") != scope:
+            continue
+        res = _evaluate_rule(rule, nargs, env, sm, version, gpu_count, packages)
+        if res is None:
+            continue
+        status, flag, value = res
+        if isinstance(value, (list, tuple)):
+            value = " ".join(str(v) for v in value)
+        kw = dict(
+            flag=flag,
+            value=value,
+            version=version or "unknown",
+            sm=sm or "unknown",
+            gpu_count="unknown" if gpu_count is None else gpu_count,
+            gpus_needed=gpus_needed(nargs),
+            replacement=rule.get("replacement", ""),
+        )
+        severity = rule["severity"]
+        message = _fmt(rule["message"], **kw)
+        if status != "violation":
+            severity = "warning"
+            what = status.replace("unknown-", "")
+            message = (
+                f"could not be judged: {what.replace('-', ' ')} unknown "
+                f"(rule would say: {message})"
+            )
+        if rule["id"] in waive:
+            status, severity = "waived", "warning"
+            message = f"waived by sglang_flags_waive: {message}"
+        findings.append(
+            {
+                "rule": rule["id"],
+                "severity": severity,
+                "status": status,
+                "flag": flag,
+                "value": value,
+                "message": message,
+                "fix": _fmt(rule["fix"], **kw),
+                "source": rule["source"],
+            }
+        )
+    return findings
+
+
+def _flag_label(flag) -> str:
+    if flag is None:
+        return "-"
+    flag = str(flag)
+    if flag in ("argv", "stdin") or not _FLAG_RE.match(flag) or flag != flag.lower():
+        return flag  # a variable, an environment variable, "role x", "-"
+    return f"--{flag}"
+
+
+def sglang_flags_format(findings, host="") -> list:
+    """One line per finding: ``host: --flag [rule-id] message. Fix: ... (source: ...)``."""
+    lines = []
+    for f in findings or []:
+        prefix = f"{host}: " if host else ""
+        line = f"{prefix}{_flag_label(f.get('flag'))} [{f.get('rule')}] {f.get('message')}"
+        if f.get("fix"):
+            line += f" Fix: {f['fix']}"
+        if f.get("source"):
+            line += f" (source: {f['source']})"
+        lines.append(line)
+    return lines
+
+
+def sglang_flags_report(by_host) -> dict:
+    """Aggregate ``{host: [findings]}`` into ``{errors: [lines], warnings: [lines]}``."""
+    errors, warnings = [], []
+    for host in sorted(by_host or {}):
+        for f in by_host[host] or []:
+            line = sglang_flags_format([f], host)[0]
+            (errors if f.get("severity") == "error" else warnings).append(line)
+    return {"errors": errors, "warnings": warnings}
+
+
+def sglang_flags_host_rules(rules) -> dict:
+    """The host-scope rules and every renamed flag, as the on-host script wants them."""
+    sglang_flags_validate_rules(rules)
+    host = {
+        r["id"]: {k: r[k] for k in ("severity", "message", "fix", "source")}
+        for r in rules
+        if r.get("scope", "offline") == "host"
+    }
+    renames = {}
+    for r in rules:
+        if r.get("replacement"):
+            for f in (r.get("applies") or {}).get("flags_any", []):
+                renames.setdefault(
+                    f,
+                    {
+                        "rule": r["id"],
+                        "replacement": r["replacement"],
+                        "message": str(r["message"]),  # {version} is filled in on the host
+                        "source": r["source"],
+                    },
+                )
+    return {"rules": host, "renames": renames}
+
+
+def sglang_flags_env_dict(env) -> dict:
+    """``sglang_server_env`` as a task ``environment:``: null dropped, values as strings
+    (``true`` -> "1", ``false`` -> "0", as in the unit's EnvironmentFile)."""
+    if env is None:
+        return {}
+    if not isinstance(env, dict):
+        raise AnsibleFilterError("sglang_server_env must be a mapping of NAME -> value")
+    out = {}
+    for key, value in env.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        out[str(key)] = str(value)
+    return out
+
+
+def sglang_flags_lint_spec(spec) -> dict:
+    """A role's argument spec options with ``required`` and ``default`` dropped (recursively):
+    the lint checks the types and choices of what the inventory sets. What a play passes is
+    checked when the role runs, and a spec's ``default`` may be documentation ("computed
+    from facts") rather than a value."""
+    if isinstance(spec, dict):
+        return {
+            k: sglang_flags_lint_spec(v)
+            for k, v in spec.items()
+            if k not in ("required", "default")
+        }
+    if isinstance(spec, list):
+        return [sglang_flags_lint_spec(v) for v in spec]
+    return spec
+
+
+def sglang_flags_collect(hostvars, hosts, varname) -> dict:
+    """``{host: hostvars[host][varname]}`` for every host; ``[]`` where it is unset (a host
+    that failed before its findings were computed)."""
+    out = {}
+    for host in hosts or []:
+        try:
+            value = hostvars[host][varname]
+        except (KeyError, AttributeError, TypeError):
+            value = None
+        if value is None or type(value).__name__.endswith("Undefined"):
+            value = [
+                {
+                    "rule": "not-evaluated",
+                    "severity": "error",
+                    "status": "violation",
+                    "flag": "-",
+                    "value": None,
+                    "message": "this host's flags were not evaluated (it failed earlier in the play)",
+                    "fix": "see the failure above for this host",
+                    "source": "playbooks/lint.yml",
+                }
+            ]
+        out[str(host)] = list(value)
+    return out
+
+
+def sglang_flags_spec_findings(results) -> list:
+    """Findings from a loop of ``validate_argument_spec`` results (one per role)."""
+    findings = []
+    for res in results or []:
+        item = str(res.get("item", ""))
+        role = os.path.basename(os.path.dirname(os.path.dirname(item))) or item
+        errors = res.get("argument_errors") or []
+        if errors:
+            for err in errors:
+                findings.append(
+                    {
+                        "rule": "argument-spec",
+                        "severity": "error",
+                        "status": "violation",
+                        "flag": f"role {role}",
+                        "value": None,
+                        "message": f"{err}.",
+                        "fix": f"correct the variable (see roles/{role}/meta/argument_specs.yml)",
+                        "source": f"roles/{role}/meta/argument_specs.yml",
+                    }
+                )
+        elif res.get("failed") or res.get("failed_when_result") or (
+            res.get("msg") and "passed" not in str(res.get("msg"))
+        ):
+            findings.append(
+                {
+                    "rule": "argument-spec-unchecked",
+                    "severity": "warning",
+                    "status": "unknown",
+                    "flag": f"role {role}",
+                    "value": None,
+                    "message": f"could not check the variables against the spec: {res.get('msg')}",
+                    "fix": f"check roles/{role}/meta/argument_specs.yml and the variables it names",
+                    "source": f"roles/{role}/meta/argument_specs.yml",
+                }
+            )
+    return findings
+
+
+def sglang_flags_spec_files(roles_dir, roles=None) -> list:
+    """``roles_dir/*/meta/argument_specs.yml`` (sorted), limited to ``roles`` when given."""
+    import glob  # noqa: PLC0415
+
+    found = sorted(glob.glob(os.path.join(str(roles_dir), "*", "meta", "argument_specs.yml")))
+    if roles:
+        wanted = set(roles)
+        found = [f for f in found if os.path.basename(os.path.dirname(os.path.dirname(f))) in wanted]
+    return found
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "sglang_flags_check": sglang_flags_check,
+            "sglang_flags_format": sglang_flags_format,
+            "sglang_flags_report": sglang_flags_report,
+            "sglang_flags_host_rules": sglang_flags_host_rules,
+            "sglang_flags_validate_rules": sglang_flags_validate_rules,
+            "sglang_flags_version_from_spec": sglang_flags_version_from_spec,
+            "sglang_flags_package_names": sglang_flags_package_names,
+            "sglang_flags_normalize_sm": sglang_flags_normalize_sm,
+            "sglang_version_compare": sglang_version_compare,
+            "sglang_flags_env_dict": sglang_flags_env_dict,
+            "sglang_flags_collect": sglang_flags_collect,
+            "sglang_flags_spec_files": sglang_flags_spec_files,
+            "sglang_flags_spec_findings": sglang_flags_spec_findings,
+            "sglang_flags_lint_spec": sglang_flags_lint_spec,
+        }

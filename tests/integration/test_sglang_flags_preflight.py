@@ -1,0 +1,168 @@
+"""roles/sglang_flags/files/sglang_preflight.py and tasks/host_validate.yml with a real SGLang.
+
+Needs an environment with sglang installed (0.5.23 here: torch 2.14.1, runs on CPU):
+SGLANG_FLAGS_TEST_PYTHON (default /tmp/scratch/serve/venv/bin/python) and, for 0.5.23's
+`vllm` import on the CPU path, SGLANG_FLAGS_TEST_PYTHONPATH (default /tmp/scratch/serve/shim
+when it exists). Without that environment every test here is skipped, and says why.
+
+The Qwen3.5 resolution path uses tests/fixtures/flags/qwen3.5-397b-a17b-nvfp4/config.json
+(the resolver needs only config.json) with SGLang's GPU probes simulated as SM120.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPT = os.path.join(ROOT, "roles", "sglang_flags", "files", "sglang_preflight.py")
+QWEN35 = os.path.join(ROOT, "tests", "fixtures", "flags", "qwen3.5-397b-a17b-nvfp4")
+TINY = os.path.join(ROOT, "roles", "model_files", "files", "tiny-qwen2")
+PLAYBOOK = os.path.join(ROOT, "tests", "fixtures", "flags", "host_validate.yml")
+PYTHON = os.environ.get("SGLANG_FLAGS_TEST_PYTHON", "/tmp/scratch/serve/venv/bin/python")
+_SHIM = "/tmp/scratch/serve/shim"
+PYTHONPATH = os.environ.get("SGLANG_FLAGS_TEST_PYTHONPATH", _SHIM if os.path.isdir(_SHIM) else "")
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(PYTHON), reason=f"no SGLang environment at {PYTHON} (SGLANG_FLAGS_TEST_PYTHON)")
+
+SEED = [
+    "--model-path", QWEN35, "--served-model-name", "qwen3.5-397b", "--tp", "8",
+    "--trust-remote-code", "--quantization", "modelopt_fp4", "--host", "0.0.0.0",
+    "--attention-backend", "triton", "--moe-runner-backend", "flashinfer_cutlass",
+    "--fp4-gemm-backend", "flashinfer_cudnn", "--reasoning-parser", "qwen3",
+    "--tool-call-parser", "qwen3_coder", "--speculative-algorithm", "NEXTN",
+    "--speculative-num-draft-tokens", "2", "--speculative-eagle-topk", "1",
+    "--mamba-scheduler-strategy", "extra_buffer",
+]
+FIXED = SEED[:-2] + ["--speculative-num-steps", "1", "--mamba-radix-cache-strategy", "extra_buffer"]
+NO_STEPS = SEED[:-2]
+TINY_CPU = ["--model-path", TINY, "--device", "cpu", "--attention-backend", "torch_native",
+            "--sampling-backend", "pytorch", "--grammar-backend", "none",
+            "--max-total-tokens", "16384", "--enable-metrics"]
+
+
+def _rules():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "unit"))
+    import test_sglang_flags_rules as t  # noqa: PLC0415
+
+    return t.F.sglang_flags_host_rules(t.RULES)
+
+
+def preflight(argv, **request):
+    req = dict(_rules(), argv=argv, **request)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    t0 = time.monotonic()
+    proc = subprocess.run([PYTHON, SCRIPT], input=json.dumps(req), capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    wall = time.monotonic() - t0
+    print(proc.stderr[-3000:])
+    verdict = json.loads(proc.stdout)
+    print(json.dumps(verdict, indent=1), f"wall {wall:.1f} s")
+    return proc.returncode, verdict
+
+
+def rules_of(verdict):
+    return {e["rule"]: e for e in verdict["errors"]}
+
+
+def test_misspelt_flag_fails_with_argparse_message():
+    rc, v = preflight(TINY_CPU[:-1] + ["--enable-metrix"])
+    assert rc == 1 and not v["ok"] and v["phase"] == "parse"
+    assert "unrecognized arguments: --enable-metrix" in rules_of(v)["sglang-argparse"]["message"]
+
+
+def test_seed_command_fails_naming_the_rename():
+    rc, v = preflight(SEED, simulate_sm="12.0")
+    assert rc == 1 and v["phase"] == "parse"
+    errs = rules_of(v)
+    assert "unrecognized arguments: --mamba-scheduler-strategy extra_buffer" in errs["sglang-argparse"]["message"]
+    rename = errs["removed-mamba-scheduler-strategy"]
+    assert "--mamba-radix-cache-strategy" in rename["message"] + rename["fix"]
+    assert "0.5.23" in rename["message"] and "{" not in rename["message"]
+
+
+def test_draft_tokens_without_num_steps_fail_in_the_resolver():
+    rc, v = preflight(NO_STEPS, simulate_sm="12.0")
+    assert rc == 1 and v["phase"] == "resolve"
+    msg = rules_of(v)["sglang-resolve"]["message"]
+    assert "AssertionError" in msg and "speculative_hook.py" in msg and "speculative_num_draft_tokens" in msg
+
+
+def test_corrected_command_passes_in_sm120_simulation():
+    rc, v = preflight(FIXED, simulate_sm="12.0")
+    assert rc == 0 and v["ok"] and v["phase"] == "done", v["errors"]
+    r = v["resolved"]
+    assert r["moe_runner_backend"] == "flashinfer_cutlass"
+    assert r["fp4_gemm_runner_backend"] == "flashinfer_cudnn"
+    assert r["speculative_algorithm"] == "EAGLE"  # NEXTN is an alias
+    assert (r["speculative_num_steps"], r["speculative_eagle_topk"], r["speculative_num_draft_tokens"]) == (1, 1, 2)
+    assert r["mamba_radix_cache_strategy"] == "extra_buffer"
+    assert any("Max running requests is reset to 48" in w["message"] for w in v["warnings"])
+    print(f"preflight total {v['timings']['total']} s (import {v['timings']['import']} s)")
+    assert v["timings"]["total"] < 60  # < 30 s on an idle machine; 2 shared cores can be busy
+
+
+def test_host_rules_model_mscclpp_and_gpu_count(tmp_path):
+    argv = ["--model-path", str(tmp_path / "absent"), "--enable-mscclpp", "--tp-size", "16"]
+    rc, v = preflight(argv, gpu_count=8)
+    assert rc == 1 and v["phase"] == "host"
+    errs = rules_of(v)
+    assert set(errs) == {"host-model-path-missing", "host-mscclpp-not-importable",
+                         "host-tp-exceeds-gpu-count"}
+    assert str(tmp_path / "absent") in errs["host-model-path-missing"]["message"]
+    assert "16 GPUs" in errs["host-tp-exceeds-gpu-count"]["message"]
+
+
+def test_waived_host_rule_is_a_warning():
+    rc, v = preflight(TINY_CPU + ["--enable-mscclpp"], waive=["host-mscclpp-not-importable"])
+    assert rc == 0 and v["ok"], v["errors"]
+    assert any(w["rule"] == "host-mscclpp-not-importable" for w in v["warnings"])
+
+
+def test_bad_request_is_exit_2():
+    proc = subprocess.run([PYTHON, SCRIPT], input="not json", capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["errors"][0]["rule"] == "input"
+
+
+# --- through Ansible: tasks/host_validate.yml on localhost -----------------------------------
+def run_host_validate(tmp_path, argv, *extra):
+    vars_file = tmp_path / "vars.json"
+    vars_file.write_text(json.dumps({
+        "sglang_flags_python": PYTHON,
+        "sglang_flags_candidate_argv": argv,
+        "sglang_flags_simulate_sm": "12.0",
+        "sglang_flags_validate_env": {"PYTHONPATH": PYTHONPATH} if PYTHONPATH else {},
+    }), encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    t0 = time.monotonic()
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, PLAYBOOK, "-e", f"@{vars_file}", *extra], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    wall = time.monotonic() - t0
+    out = proc.stdout + proc.stderr
+    print(out, f"\nansible-playbook wall {wall:.1f} s")
+    return proc.returncode, " ".join(out.replace("''", "'").split()), wall
+
+
+def test_host_validate_rejects_the_seed_in_check_mode_without_changes(tmp_path):
+    rc, out, _ = run_host_validate(tmp_path, SEED, "--check")
+    assert rc != 0
+    assert "the installed SGLang rejects the new flag set; the running server is untouched" in out
+    assert "unrecognized arguments: --mamba-scheduler-strategy extra_buffer" in out
+    assert "[removed-mamba-scheduler-strategy]" in out
+    assert "changed=0" in out
+
+
+def test_host_validate_accepts_the_corrected_command_unchanged(tmp_path):
+    rc, out, wall = run_host_validate(tmp_path, FIXED)
+    assert rc == 0, out
+    assert "ok=" in out and "changed=0" in out and "failed=0" in out
+    assert "judged the flags in" in out
+    print(f"host_validate (script + tasks) wall {wall:.1f} s")
+    assert wall < 90  # < 30 s on an idle machine; see the figure printed above
