@@ -1,0 +1,109 @@
+"""ml_env generations on a serving host (issue 5), driven through deploy.yml and rollback.yml.
+
+Runs once (testinfra_hosts) and in order: each test builds on the state the previous left.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
+from fleet import Prober, ask, ip_of, local_vars, playbook, sh, unit_state  # noqa: E402
+
+testinfra_hosts = ["molecule-mlenv-1"]
+HOST = "molecule-mlenv-1"
+SPEC = local_vars("ml_env")
+LOCKS = Path(tempfile.mkdtemp(prefix="ml-env-locks-"))
+STATE = {}
+
+
+def spec_with(old: str, new: str) -> dict:
+    """The local spec with one requirement replaced (old must be in it)."""
+    assert old in SPEC["ml_env_packages"], old
+    return {"ml_env_packages": [new if p == old else p for p in SPEC["ml_env_packages"]],
+            "ml_env_lock_dir": str(LOCKS)}
+
+
+SPEC2 = spec_with("tqdm==4.70.1", "tqdm==4.70.0")
+
+
+def link():
+    return sh(HOST, "readlink /root/ml-env")
+
+
+def test_1_first_generation_serves():
+    STATE["gen1"] = link()
+    assert STATE["gen1"].startswith("/root/ml-envs/")
+    assert sh(HOST, f"cat {STATE['gen1']}/ml-env-generation.json")
+    assert ask(ip_of(HOST)) == "OK"
+
+
+def test_2_second_generation_installs_while_the_first_serves():
+    playbook("playbooks/wheelhouse.yml", SPEC2)  # the wheelhouse gains tqdm 4.70.0
+    pid = unit_state(HOST)[0]
+    with Prober([HOST], period=1.0) as probe:
+        playbook("deploy.yml", SPEC2, args=("--tags", "install"))
+    assert all(r[HOST] for _, r in probe.samples), "the server stopped answering during the install"
+    assert len(probe.samples) > 10
+    assert link() == STATE["gen1"], "installing must not switch the active generation"
+    assert unit_state(HOST)[0] == pid
+    gens = sh(HOST, "ls /root/ml-envs").split()
+    new = [g for g in gens if g not in ("logs", Path(STATE["gen1"]).name)
+           and sh(HOST, f"grep -c tqdm==4.70.0 /root/ml-envs/{g}/requirements.txt || true") == "1"]
+    assert len(new) == 1, gens
+    STATE["gen2"] = f"/root/ml-envs/{new[0]}"
+    freeze = sh(HOST, f"{STATE['gen2']}/bin/pip freeze")
+    assert "tqdm==4.70.0" in freeze.split()
+
+
+def test_3_rollout_switches_to_the_second_generation_and_locks_it():
+    pid = unit_state(HOST)[0]
+    playbook("deploy.yml", SPEC2)
+    assert link() == STATE["gen2"]
+    assert unit_state(HOST)[0] != pid
+    assert ask(ip_of(HOST)) == "OK"
+    env = sh(HOST, "cat /etc/sglang/sglang.env")
+    assert f'SGLANG_DEPLOY_ML_ENV="{Path(STATE["gen2"]).name}"' in env
+    report = LOCKS / HOST / Path(STATE["gen2"]).name / "pip-report.json"
+    installed = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    assert installed["tqdm"] == "4.70.0"
+    assert installed["torch"] == "2.14.1"
+    nodeps = json.loads((report.parent / "pip-report-nodeps.json").read_text())["install"]
+    assert [(i["metadata"]["name"], i["metadata"]["version"]) for i in nodeps] == [("sglang", "0.5.23")]
+
+
+def test_4_rollback_returns_to_the_first_generation_and_its_unit():
+    pid = unit_state(HOST)[0]
+    playbook("playbooks/rollback.yml", SPEC2)
+    assert link() == STATE["gen1"]
+    assert unit_state(HOST)[0] != pid
+    env = sh(HOST, "cat /etc/sglang/sglang.env")
+    assert f'SGLANG_DEPLOY_ML_ENV="{Path(STATE["gen1"]).name}"' in env
+    assert ask(ip_of(HOST)) == "OK"
+
+
+def test_5_a_package_that_does_not_exist_changes_nothing():
+    pid = unit_state(HOST)[0]
+    bad = dict(SPEC2, ml_env_packages=SPEC["ml_env_packages"] + ["no-such-package-sglang-deploy==1.0"])
+    rc, out, _ = playbook("deploy.yml", bad, expect_rc=None)
+    assert rc != 0
+    assert "no-such-package-sglang-deploy" in out and "No matching distribution" in out, out[-3000:]
+    assert "-pip.log" in out
+    assert link() == STATE["gen1"]
+    assert unit_state(HOST)[0] == pid
+    assert ask(ip_of(HOST)) == "OK"
+    leftovers = [g for g in sh(HOST, "ls /root/ml-envs").split()
+                 if g != "logs" and not sh(HOST, f"test -f /root/ml-envs/{g}/ml-env-generation.json && echo ok || true")]
+    assert not leftovers, f"partial generations left behind: {leftovers}"
+
+
+def test_6_unchanged_spec_installs_nothing():
+    pid = unit_state(HOST)[0]
+    _, out, took = playbook("deploy.yml", {})
+    recap = [line for line in out.splitlines() if line.startswith(HOST)]
+    assert recap and "changed=0" in recap[-1], recap
+    assert unit_state(HOST)[0] == pid
+    print(f"no-op deploy took {took:.0f} s")

@@ -1,0 +1,95 @@
+"""Rolling flag changes across three hosts (issue 7), driven through deploy.yml.
+
+The module runs once (testinfra_hosts names one host) and orchestrates the whole fleet itself:
+it re-runs deploy.yml with extra vars, probes every host with real chat requests while the
+rollout runs, and reads unit state with `docker exec`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
+from fleet import Prober, ask, ip_of, local_vars, playbook, sh, unit_state  # noqa: E402
+
+testinfra_hosts = ["molecule-rollout-1"]
+
+HOSTS = ["molecule-rollout-1", "molecule-rollout-2", "molecule-rollout-3"]
+
+
+BASE_ARGS = local_vars("sglang")["sglang_server_args"]
+
+
+def deploy(extra, expect_rc=0):
+    return playbook("deploy.yml", extra, expect_rc)
+
+
+
+def test_1_valid_change_rolls_one_host_at_a_time():
+    before = {h: unit_state(h) for h in HOSTS}
+    args = dict(BASE_ARGS, **{"max-total-tokens": 8192})
+    with Prober(HOSTS) as probe:
+        deploy({"sglang_server_args": args})
+    after = {h: unit_state(h) for h in HOSTS}
+    for h in HOSTS:
+        assert after[h][0] != before[h][0], f"{h} was not restarted"
+        assert "--max-total-tokens 8192" in unit_text(h)
+        assert ask(ip_of(h)) == "OK"
+    # restarts in inventory order, each host serving again before the next one stops
+    down = {h: [t for t, r in probe.samples if not r[h]] for h in HOSTS}
+    for h in HOSTS:
+        assert down[h], f"the probe never saw {h} restart: sample period too coarse?"
+    for first, second in zip(HOSTS, HOSTS[1:]):
+        ready_first = min(t for t, r in probe.samples if t > max(down[first]) and r[first])
+        assert after[second][1] > ready_first, (
+            f"{second} restarted at {after[second][1]:.1f} before {first} served again at {ready_first:.1f}"
+        )
+    worst = min(sum(r.values()) for _, r in probe.samples)
+    assert worst >= 2, f"at some moment only {worst} of 3 hosts answered"
+    print(f"probe samples: {len(probe.samples)}; fewest hosts answering at once: {worst}")
+
+
+def test_2_gate_failure_stops_after_first_host_and_restores_it():
+    before = {h: unit_state(h) for h in HOSTS}
+    args = dict(BASE_ARGS, **{"max-total-tokens": 12288})
+    rc, out, _ = deploy({"sglang_server_args": args, "sglang_verify_min_decode_tps": 1000000},
+                        expect_rc=None)
+    assert rc != 0
+    assert "molecule-rollout-1" in out and "last-known-good" in out
+    first = HOSTS[0]
+    assert "--max-total-tokens 8192" in unit_text(first), "host 1 is not back on its old flags"
+    assert unit_state(first)[0] != before[first][0]
+    assert ask(ip_of(first)) == "OK"
+    for h in HOSTS[1:]:
+        assert unit_state(h)[0] == before[h][0], f"{h} was restarted although host 1 failed"
+        assert "--max-total-tokens 8192" in unit_text(h)
+
+
+def test_3_crash_at_start_stops_after_first_host_and_restores_it():
+    for h in HOSTS:  # a model directory that passes validation (config.json) but cannot load
+        sh(h, "mkdir -p /data/models/broken && cp /data/models/tiny-qwen2/config.json /data/models/broken/")
+    before = {h: unit_state(h) for h in HOSTS}
+    args = dict(BASE_ARGS, **{"max-total-tokens": 8192, "model-path": "/data/models/broken"})
+    rc, out, _ = deploy({"sglang_server_args": args, "model_files_src": ""}, expect_rc=None)
+    assert rc != 0
+    assert "exited while starting" in out, "the crash was not reported from the unit's start"
+    first = HOSTS[0]
+    assert "--model-path /data/models/tiny-qwen2" in unit_text(first)
+    assert ask(ip_of(first)) == "OK"
+    for h in HOSTS[1:]:
+        assert unit_state(h)[0] == before[h][0], f"{h} was restarted although host 1 failed"
+
+
+def test_4_rerun_with_nothing_changed_restarts_nothing():
+    before = {h: unit_state(h) for h in HOSTS}
+    args = dict(BASE_ARGS, **{"max-total-tokens": 8192})
+    _, out, took = deploy({"sglang_server_args": args})
+    assert {h: unit_state(h)[0] for h in HOSTS} == {h: before[h][0] for h in HOSTS}
+    for h in HOSTS:
+        assert f"{h} " in out
+    recap = [line for line in out.splitlines() if line.startswith("molecule-rollout-")]
+    assert recap and all("changed=0" in line for line in recap), recap
+    print(f"no-op rollout over 3 hosts took {took:.0f} s")
