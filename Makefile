@@ -42,6 +42,8 @@ demo-down: tools
 lint: tools
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
+	$(BIN)/ansible-playbook playbooks/lint.yml
+	$(BIN)/ansible-playbook playbooks/lint.yml -i inventories/local
 
 unit: tools
 	$(BIN)/pytest -q tests

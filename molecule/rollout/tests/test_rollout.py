@@ -28,14 +28,36 @@ def deploy(extra, expect_rc=0):
 
 
 
+def starts_since(host, epoch):
+    """How many times systemd started the unit since `epoch` (seconds, host clock)."""
+    out = sh(host, f"journalctl -u sglang --since @{int(epoch)} --no-pager -o cat | grep -c '^Started ' || true")
+    return int(out or 0)
+
+
+def test_0_misspelt_flag_fails_before_any_restart():
+    before = {h: unit_state(h) for h in HOSTS}
+    args = dict(BASE_ARGS, **{"max-totl-tokens": 8192})
+    rc, out, took = deploy({"sglang_server_args": args}, expect_rc=None)
+    assert rc != 0
+    assert "max-totl-tokens" in out, out[-3000:]
+    assert "unrecognized arguments" in out or "unrecognised" in out, out[-3000:]
+    for h in HOSTS:
+        assert unit_state(h)[0] == before[h][0], f"{h} restarted on a flag set SGLang rejects"
+        assert "max-totl-tokens" not in unit_text(h)
+        assert ask(ip_of(h)) == "OK"
+    print(f"rejected flag set: deploy.yml failed in {took:.0f} s, nothing restarted")
+
+
 def test_1_valid_change_rolls_one_host_at_a_time():
     before = {h: unit_state(h) for h in HOSTS}
+    since = float(sh(HOSTS[0], "date +%s"))
     args = dict(BASE_ARGS, **{"max-total-tokens": 8192})
     with Prober(HOSTS) as probe:
         deploy({"sglang_server_args": args})
     after = {h: unit_state(h) for h in HOSTS}
     for h in HOSTS:
         assert after[h][0] != before[h][0], f"{h} was not restarted"
+        assert starts_since(h, since) == 1, f"{h} was started more than once"
         assert "--max-total-tokens 8192" in unit_text(h)
         assert ask(ip_of(h)) == "OK"
     # restarts in inventory order, each host serving again before the next one stops

@@ -1,12 +1,9 @@
-"""roles/sglang_flags/files/sglang_preflight.py and tasks/host_validate.yml with a real SGLang.
-
-Needs an environment with sglang installed (0.5.23 here: torch 2.14.1, runs on CPU):
-SGLANG_FLAGS_TEST_PYTHON (default /tmp/scratch/serve/venv/bin/python) and, for 0.5.23's
-`vllm` import on the CPU path, SGLANG_FLAGS_TEST_PYTHONPATH (default /tmp/scratch/serve/shim
-when it exists). Without that environment every test here is skipped, and says why.
+"""roles/sglang_flags/files/sglang_preflight.py and tasks/host_validate.yml with the real
+SGLang 0.5.23 that deploy.yml installed on the Molecule host (/root/ml-env, CPU).
 
 The Qwen3.5 resolution path uses tests/fixtures/flags/qwen3.5-397b-a17b-nvfp4/config.json
-(the resolver needs only config.json) with SGLang's GPU probes simulated as SM120.
+(the resolver needs only config.json), copied into the host, with SGLang's GPU probes
+simulated as SM120.
 """
 
 import json
@@ -17,18 +14,24 @@ import time
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+testinfra_hosts = ["molecule-sglang-1"]
+HOST = "molecule-sglang-1"
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SCRIPT = os.path.join(ROOT, "roles", "sglang_flags", "files", "sglang_preflight.py")
-QWEN35 = os.path.join(ROOT, "tests", "fixtures", "flags", "qwen3.5-397b-a17b-nvfp4")
-TINY = os.path.join(ROOT, "roles", "model_files", "files", "tiny-qwen2")
-PLAYBOOK = os.path.join(ROOT, "tests", "fixtures", "flags", "host_validate.yml")
-PYTHON = os.environ.get("SGLANG_FLAGS_TEST_PYTHON", "/tmp/scratch/serve/venv/bin/python")
-_SHIM = "/tmp/scratch/serve/shim"
-PYTHONPATH = os.environ.get("SGLANG_FLAGS_TEST_PYTHONPATH", _SHIM if os.path.isdir(_SHIM) else "")
+QWEN35_LOCAL = os.path.join(ROOT, "tests", "fixtures", "flags", "qwen3.5-397b-a17b-nvfp4")
+QWEN35 = "/tmp/preflight/qwen3.5-397b-a17b-nvfp4"
+TINY = "/data/models/tiny-qwen2"
+PYTHON = "/root/ml-env/bin/python"
+PLAYBOOK = os.path.join(os.path.dirname(__file__), "..", "host_validate.yml")
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(PYTHON), reason=f"no SGLang environment at {PYTHON} (SGLANG_FLAGS_TEST_PYTHON)")
+
+@pytest.fixture(scope="module", autouse=True)
+def _fixtures_on_host():
+    subprocess.run(["docker", "exec", HOST, "mkdir", "-p", "/tmp/preflight"], check=True)
+    subprocess.run(["docker", "cp", QWEN35_LOCAL, f"{HOST}:/tmp/preflight/"], check=True)
+    subprocess.run(["docker", "cp", SCRIPT, f"{HOST}:/tmp/preflight/sglang_preflight.py"], check=True)
+
 
 SEED = [
     "--model-path", QWEN35, "--served-model-name", "qwen3.5-397b", "--tp", "8",
@@ -55,10 +58,9 @@ def _rules():
 
 def preflight(argv, **request):
     req = dict(_rules(), argv=argv, **request)
-    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
     t0 = time.monotonic()
-    proc = subprocess.run([PYTHON, SCRIPT], input=json.dumps(req), capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
+    proc = subprocess.run(["docker", "exec", "-i", HOST, PYTHON, "/tmp/preflight/sglang_preflight.py"],
+                          input=json.dumps(req), capture_output=True, text=True, timeout=300, check=False)
     wall = time.monotonic() - t0
     print(proc.stderr[-3000:])
     verdict = json.loads(proc.stdout)
@@ -107,14 +109,15 @@ def test_corrected_command_passes_in_sm120_simulation():
     assert v["timings"]["total"] < 60  # < 30 s on an idle machine; 2 shared cores can be busy
 
 
-def test_host_rules_model_mscclpp_and_gpu_count(tmp_path):
-    argv = ["--model-path", str(tmp_path / "absent"), "--enable-mscclpp", "--tp-size", "16"]
+def test_host_rules_model_mscclpp_and_gpu_count():
+    absent = "/tmp/preflight/absent"
+    argv = ["--model-path", absent, "--enable-mscclpp", "--tp-size", "16"]
     rc, v = preflight(argv, gpu_count=8)
     assert rc == 1 and v["phase"] == "host"
     errs = rules_of(v)
     assert set(errs) == {"host-model-path-missing", "host-mscclpp-not-importable",
                          "host-tp-exceeds-gpu-count"}
-    assert str(tmp_path / "absent") in errs["host-model-path-missing"]["message"]
+    assert absent in errs["host-model-path-missing"]["message"]
     assert "16 GPUs" in errs["host-tp-exceeds-gpu-count"]["message"]
 
 
@@ -125,24 +128,26 @@ def test_waived_host_rule_is_a_warning():
 
 
 def test_bad_request_is_exit_2():
-    proc = subprocess.run([PYTHON, SCRIPT], input="not json", capture_output=True, text=True,
-                          timeout=60, check=False)
+    proc = subprocess.run(["docker", "exec", "-i", HOST, PYTHON, "/tmp/preflight/sglang_preflight.py"],
+                          input="not json", capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2
     assert json.loads(proc.stdout)["errors"][0]["rule"] == "input"
 
 
-# --- through Ansible: tasks/host_validate.yml on localhost -----------------------------------
+# --- through Ansible: tasks/host_validate.yml on the Molecule host ---------------------------
 def run_host_validate(tmp_path, argv, *extra):
     vars_file = tmp_path / "vars.json"
     vars_file.write_text(json.dumps({
         "sglang_flags_python": PYTHON,
         "sglang_flags_candidate_argv": argv,
         "sglang_flags_simulate_sm": "12.0",
-        "sglang_flags_validate_env": {"PYTHONPATH": PYTHONPATH} if PYTHONPATH else {},
     }), encoding="utf-8")
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"))
     t0 = time.monotonic()
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, PLAYBOOK, "-e", f"@{vars_file}", *extra], cwd=ROOT,
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", os.environ["MOLECULE_INVENTORY_FILE"], "-l", HOST,
+                           PLAYBOOK, "-e", f"@{vars_file}", *extra], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600, check=False)
     wall = time.monotonic() - t0
     out = proc.stdout + proc.stderr
