@@ -53,7 +53,7 @@ def test_1_valid_change_rolls_one_host_at_a_time():
     since = float(sh(HOSTS[0], "date +%s"))
     args = dict(BASE_ARGS, **{"max-total-tokens": 8192})
     with Prober(HOSTS) as probe:
-        deploy({"sglang_server_args": args})
+        _, _, took = deploy({"sglang_server_args": args})
     after = {h: unit_state(h) for h in HOSTS}
     for h in HOSTS:
         assert after[h][0] != before[h][0], f"{h} was not restarted"
@@ -72,6 +72,10 @@ def test_1_valid_change_rolls_one_host_at_a_time():
     worst = min(sum(r.values()) for _, r in probe.samples)
     assert worst >= 2, f"at some moment only {worst} of 3 hosts answered"
     print(f"probe samples: {len(probe.samples)}; fewest hosts answering at once: {worst}")
+    # the playbook's own cost per host: wall time minus the time each server was not serving
+    unavailable = sum(max(down[h]) - min(down[h]) for h in HOSTS)
+    print(f"rollout over 3 hosts: {took:.0f} s; servers not answering {unavailable:.0f} s in all; "
+          f"playbook overhead per host {(took - unavailable) / len(HOSTS):.1f} s")
 
 
 def test_2_gate_failure_stops_after_first_host_and_restores_it():
