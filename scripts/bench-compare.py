@@ -15,12 +15,16 @@ tokenizer (the model directory) in the Python given by --bench-python.
 
 usage:
   scripts/bench-compare.py --url http://127.0.0.1:30000 --bench-python /root/ml-env/bin/python
-      [--tokenizer MODEL_DIR] [--pairs 5] [--requests 4] [--output-len 256] [--input-len 16]
+      [--tokenizer MODEL_DIR] [--pairs 12] [--requests 4] [--output-len 256] [--input-len 16]
       [--env PYTHONPATH=/extra] [--json out.json]
+  against a local container host (ours from the controller, bench_serving inside the host):
+  scripts/bench-compare.py --url http://172.17.0.2:30000 --exec-prefix 'docker exec sglang-local-1'
+      --bench-url http://127.0.0.1:30000
 """
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -49,8 +53,9 @@ def bench_serving(args, model, tokenizer):
     fd, out = tempfile.mkstemp(suffix=".jsonl")
     os.close(fd)
     os.unlink(out)
-    cmd = [args.bench_python, "-m", "sglang.benchmark.serving", "--backend", args.backend,
-           "--base-url", args.url, "--dataset-name", "random-ids", "--tokenizer", tokenizer,
+    cmd = shlex.split(args.exec_prefix) + [
+           args.bench_python, "-m", "sglang.benchmark.serving", "--backend", args.backend,
+           "--base-url", args.bench_url or args.url, "--dataset-name", "random-ids", "--tokenizer", tokenizer,
            "--model", model, "--served-model-name", model,
            "--num-prompts", str(args.requests), "--random-input-len", str(args.input_len),
            "--random-output-len", str(args.output_len), "--random-range-ratio", "1",
@@ -60,13 +65,19 @@ def bench_serving(args, model, tokenizer):
     for kv in args.env:
         k, v = kv.split("=", 1)
         env[k] = v
+    prefix = shlex.split(args.exec_prefix)
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=900)
-        if proc.returncode != 0 or not os.path.exists(out):
+        if prefix:  # the file is on the host bench_serving ran on
+            got = subprocess.run(prefix + ["cat", out], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            text = got.stdout.decode(errors="replace") if got.returncode == 0 else None
+            subprocess.run(prefix + ["rm", "-f", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            text = open(out).read() if os.path.exists(out) else None
+        if proc.returncode != 0 or not text:
             raise RuntimeError("bench_serving exit %s:\n%s" % (proc.returncode,
                                                               proc.stdout.decode(errors="replace")[-2000:]))
-        with open(out) as fh:
-            rec = parse_bench_serving_jsonl(fh.read())
+        rec = parse_bench_serving_jsonl(text)
     finally:
         if os.path.exists(out):
             os.unlink(out)
@@ -81,11 +92,16 @@ def main():
     ap.add_argument("--bench-python", default="/root/ml-env/bin/python")
     ap.add_argument("--tokenizer", help="model directory (default: /server_info model_path)")
     ap.add_argument("--backend", default="sglang-oai-chat")
-    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--requests", type=int, default=4, help="measured requests per run")
     ap.add_argument("--output-len", type=int, default=256)
     ap.add_argument("--input-len", type=int, default=16, help="bench_serving prompt tokens (ours is ~16)")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for bench_serving")
+    ap.add_argument("--exec-prefix", default="",
+                    help="run bench_serving through this, e.g. 'docker exec sglang-local-1' (then --env "
+                         "is not passed in: use 'docker exec -e K=V ...')")
+    ap.add_argument("--bench-url", help="server URL as bench_serving sees it (default --url), e.g. "
+                                        "http://127.0.0.1:30000 inside the container")
     ap.add_argument("--json", help="write all figures here")
     args = ap.parse_args()
 

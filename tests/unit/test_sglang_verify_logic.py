@@ -283,3 +283,26 @@ def test_summary_md_and_history_record():
     assert "`--log-level info`" in md
     h = lib.history_record("R", "gpu1", host)
     assert h["decode_tps"] == 71.6 and h["sweep"] == {"1": 70.1, "4": 250.0} and h["passed"] is False
+
+
+# ---------------------------------------------------------------- baseline
+def test_next_baseline_keeps_a_window_and_uses_its_median():
+    ident = {"host": "h", "flag_hash": "f"}
+    b = lib.next_baseline(None, {"run_id": "1", "decode_tps": 100.0, "ttft_ms": 10.0}, 3, ident)
+    assert b["decode_tps"] == 100.0 and b["host"] == "h" and len(b["recent"]) == 1
+    b = lib.next_baseline(b, {"run_id": "2", "decode_tps": 300.0, "ttft_ms": 30.0}, 3, ident)
+    assert b["decode_tps"] == 200.0
+    b = lib.next_baseline(b, {"run_id": "3", "decode_tps": 110.0, "ttft_ms": 11.0}, 3, ident)
+    assert b["decode_tps"] == 110.0 and b["last_decode_tps"] == 110.0
+    b = lib.next_baseline(b, {"run_id": "4", "decode_tps": 120.0, "ttft_ms": 12.0}, 3, ident)
+    assert [r["run_id"] for r in b["recent"]] == ["2", "3", "4"]
+    assert b["decode_tps"] == 120.0 and b["ttft_ms"] == 12.0
+    # window 1: the last accepted result only
+    one = lib.next_baseline(b, {"run_id": "5", "decode_tps": 50.0, "ttft_ms": 5.0}, 1, ident)
+    assert one["decode_tps"] == 50.0 and len(one["recent"]) == 1
+
+
+def test_next_baseline_upgrades_an_old_single_result_file():
+    old = {"run_id": "0", "decode_tps": 80.0, "ttft_ms": 8.0}
+    b = lib.next_baseline(old, {"run_id": "1", "decode_tps": 100.0, "ttft_ms": 10.0}, 3, {})
+    assert b["decode_tps"] == 90.0 and [r["run_id"] for r in b["recent"]] == ["0", "1"]

@@ -28,6 +28,7 @@ options:
   expected_args: {description: The inventory flags (hashed to key the baseline)., type: dict, default: {}}
   gates: {description: "min_decode_tps, max_ttft_ms, regression_ratio, ttft_regression_ratio, fail_on_drift, fail_on_extra_flags.", type: dict, default: {}}
   update_baseline: {description: Make a passing result the new baseline., type: bool, default: true}
+  baseline_window: {description: "The baseline figure is the median of the last N accepted results (1 = the last one only).", type: int, default: 3}
   context: {description: Extra facts stored with the result (versions, profile)., type: dict, default: {}}
 author: [sglang_deploy]
 """
@@ -51,6 +52,7 @@ from ansible.module_utils.sglang_verify_lib import (
     console_lines,
     evaluate_gates,
     flag_hash,
+    next_baseline,
 )
 
 
@@ -77,6 +79,7 @@ def main():
             expected_args=dict(type="dict", default={}),
             gates=dict(type="dict", default={}),
             update_baseline=dict(type="bool", default=True),
+            baseline_window=dict(type="int", default=3),
             context=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
@@ -117,12 +120,12 @@ def main():
     if not module.check_mode:
         _write_json(host_path, host_report)
         if passed and p["update_baseline"] and single.get("decode_tps"):
-            _write_json(base_path, {
-                "host": p["host"], "flag_hash": fh_, "run_id": p["run_id"], "time": now, "mode": p["mode"],
+            _write_json(base_path, next_baseline(baseline, {
+                "run_id": p["run_id"], "time": now, "mode": p["mode"],
                 "decode_tps": single.get("decode_tps"), "ttft_ms": single.get("ttft_ms"),
                 "itl_ms_p50": single.get("itl_ms_p50"),
-                "version": (result.get("server") or {}).get("version"), "flags": flags,
-            })
+                "version": (result.get("server") or {}).get("version"),
+            }, p["baseline_window"], {"host": p["host"], "flag_hash": fh_, "flags": flags}))
             updated = True
     lines = console_lines(p["host"], result, {"passed": passed, "failures": failures, "rows": rows})
     if baseline:

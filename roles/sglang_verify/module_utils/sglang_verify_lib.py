@@ -700,6 +700,26 @@ def _num(v):
     return float(v)
 
 
+def next_baseline(previous, accepted, window, identity):
+    """The baseline after a passing run: the last `window` accepted results, and as the
+    reference figures their medians (window 1 = the last accepted result only). A median of a
+    few damps one lucky or unlucky run on a noisy machine."""
+    window = max(int(window or 1), 1)
+    recent = list((previous or {}).get("recent") or [])
+    if previous and not recent and previous.get("decode_tps"):
+        recent = [dict((k, previous.get(k)) for k in ("run_id", "time", "decode_tps", "ttft_ms"))]
+    recent = (recent + [dict((k, accepted.get(k)) for k in ("run_id", "time", "decode_tps", "ttft_ms"))])[-window:]
+    out = dict(identity)
+    out.update(accepted)
+    out["last_decode_tps"] = accepted.get("decode_tps")
+    out["last_ttft_ms"] = accepted.get("ttft_ms")
+    out["decode_tps"] = _round(median([r["decode_tps"] for r in recent]), 2)
+    out["ttft_ms"] = _round(median([r["ttft_ms"] for r in recent]), 3)
+    out["window"] = window
+    out["recent"] = recent
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Report rendering
 # --------------------------------------------------------------------------------------------
@@ -732,6 +752,8 @@ def console_lines(host, result, gate):
             lvl.get("errors")))
     if sweep.get("tool"):
         lines.append("%-28s %s" % ("sweep measured by", sweep["tool"]))
+    if sweep.get("note"):
+        lines.append("%-28s %s" % ("sweep note", sweep["note"][:300]))
     spec = (result.get("server") or {}).get("spec_accept_length")
     if spec:
         lines.append("%-28s %s" % ("spec accept length", _fmt(spec, 2)))
