@@ -30,6 +30,12 @@ def spec_with(old: str, new: str) -> dict:
 SPEC2 = spec_with("tqdm==4.70.1", "tqdm==4.70.0")
 
 
+def requirements(gen):
+    """The package lines of a generation's requirements.txt (pip options left out)."""
+    text = sh(HOST, f"cat /root/ml-envs/{gen}/requirements.txt 2>/dev/null || true")
+    return [line for line in text.splitlines() if line and not line.startswith("-")]
+
+
 def link():
     return sh(HOST, "readlink /root/ml-env")
 
@@ -51,8 +57,7 @@ def test_2_second_generation_installs_while_the_first_serves():
     assert link() == STATE["gen1"], "installing must not switch the active generation"
     assert unit_state(HOST)[0] == pid
     gens = sh(HOST, "ls /root/ml-envs").split()
-    new = [g for g in gens if g not in ("logs", Path(STATE["gen1"]).name)
-           and sh(HOST, f"grep -c tqdm==4.70.0 /root/ml-envs/{g}/requirements.txt || true") == "1"]
+    new = [g for g in gens if g not in ("logs", Path(STATE["gen1"]).name) and requirements(g) == SPEC2["ml_env_packages"]]
     assert len(new) == 1, gens
     STATE["gen2"] = f"/root/ml-envs/{new[0]}"
     freeze = sh(HOST, f"{STATE['gen2']}/bin/pip freeze")
