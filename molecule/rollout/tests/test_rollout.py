@@ -10,10 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import Prober, ask, ip_of, local_vars, playbook, sh, unit_state  # noqa: E402
+from fleet import Prober, ask, ip_of, local_vars, playbook, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-rollout-1"]
 
