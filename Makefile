@@ -57,6 +57,8 @@ molecule: setup
 	  $(BIN)/molecule test -s $$s; \
 	  echo "=== molecule $$s took $$(( $$(date +%s) - start )) s"; \
 	done
+	@echo "=== figures measured by the scenarios (reports/test-figures.log)"
+	@cat reports/test-figures.log 2>/dev/null || echo "(none)"
 
 test: lint unit molecule
 

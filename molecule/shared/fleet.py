@@ -17,6 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
+def figure(text):
+    """Print a measured figure and append it to reports/test-figures.log (read by `make test`)."""
+    print(text)
+    (ROOT / "reports").mkdir(exist_ok=True)
+    with open(ROOT / "reports" / "test-figures.log", "a", encoding="utf-8") as fh:
+        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {os.environ.get('MOLECULE_SCENARIO_NAME', '?')}: {text}\n")
+
+
 def local_vars(name):
     """The local profile's group_vars file inventories/local/group_vars/all/<name>.yml."""
     import yaml

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import Prober, ask, ip_of, local_vars, playbook, sh, unit_state  # noqa: E402
+from fleet import Prober, ask, figure, ip_of, local_vars, playbook, sh, unit_state  # noqa: E402
 
 testinfra_hosts = ["molecule-mlenv-1"]
 HOST = "molecule-mlenv-1"
@@ -51,7 +51,8 @@ def test_2_second_generation_installs_while_the_first_serves():
     playbook("playbooks/wheelhouse.yml", SPEC2)  # the wheelhouse gains tqdm 4.70.0
     pid = unit_state(HOST)[0]
     with Prober([HOST], period=1.0) as probe:
-        playbook("deploy.yml", SPEC2, args=("--tags", "install"))
+        _, _, took = playbook("deploy.yml", SPEC2, args=("--tags", "install"))
+    figure(f"second generation installed in {took:.0f} s while the server answered {len(probe.samples)} probes")
     assert all(r[HOST] for _, r in probe.samples), "the server stopped answering during the install"
     assert len(probe.samples) >= 3
     assert link() == STATE["gen1"], "installing must not switch the active generation"
@@ -111,4 +112,4 @@ def test_6_unchanged_spec_installs_nothing():
     recap = [line for line in out.splitlines() if line.startswith(HOST)]
     assert recap and "changed=0" in recap[-1], recap
     assert unit_state(HOST)[0] == pid
-    print(f"no-op deploy took {took:.0f} s")
+    figure(f"no-op deploy (ml_env unchanged) took {took:.0f} s")

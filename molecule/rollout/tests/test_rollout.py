@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import Prober, ask, ip_of, local_vars, playbook, sh, unit_state, unit_text  # noqa: E402
+from fleet import Prober, ask, figure, ip_of, local_vars, playbook, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-rollout-1"]
 
@@ -44,7 +44,7 @@ def test_0_misspelt_flag_fails_before_any_restart():
         assert unit_state(h)[0] == before[h][0], f"{h} restarted on a flag set SGLang rejects"
         assert "max-totl-tokens" not in unit_text(h)
         assert ask(ip_of(h)) == "OK"
-    print(f"rejected flag set: deploy.yml failed in {took:.0f} s, nothing restarted")
+    figure(f"rejected flag set: deploy.yml failed in {took:.0f} s, nothing restarted")
 
 
 def test_1_valid_change_rolls_one_host_at_a_time():
@@ -70,10 +70,10 @@ def test_1_valid_change_rolls_one_host_at_a_time():
         )
     worst = min(sum(r.values()) for _, r in probe.samples)
     assert worst >= 2, f"at some moment only {worst} of 3 hosts answered"
-    print(f"probe samples: {len(probe.samples)}; fewest hosts answering at once: {worst}")
+    figure(f"probe samples: {len(probe.samples)}; fewest hosts answering at once: {worst}")
     # the playbook's own cost per host: wall time minus the time each server was not serving
     unavailable = sum(max(down[h]) - min(down[h]) for h in HOSTS)
-    print(f"rollout over 3 hosts: {took:.0f} s; servers not answering {unavailable:.0f} s in all; "
+    figure(f"rollout over 3 hosts: {took:.0f} s; servers not answering {unavailable:.0f} s in all; "
           f"playbook overhead per host {(took - unavailable) / len(HOSTS):.1f} s")
 
 
@@ -117,4 +117,4 @@ def test_4_rerun_with_nothing_changed_restarts_nothing():
         assert f"{h} " in out
     recap = [line for line in out.splitlines() if line.startswith("molecule-rollout-")]
     assert recap and all("changed=0" in line for line in recap), recap
-    print(f"no-op rollout over 3 hosts took {took:.0f} s")
+    figure(f"no-op rollout over 3 hosts took {took:.0f} s")
