@@ -20,7 +20,7 @@ sys.path.insert(0, MU)
 import sglang_verify_client  # noqa: E402
 import sglang_verify_lib  # noqa: E402
 
-pytest.importorskip("ansible.module_utils.basic")
+import ansible.module_utils.basic  # noqa: E402,F401  (the module runs on it; a missing ansible is an error, not a skip)
 # the module imports its helpers as ansible.module_utils.<name>, as Ansible ships them
 sys.modules["ansible.module_utils.sglang_verify_lib"] = sglang_verify_lib
 sys.modules["ansible.module_utils.sglang_verify_client"] = sglang_verify_client
