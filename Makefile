@@ -4,6 +4,8 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := -i inventories/local
+# molecule and its plugins call ansible-playbook / ansible-config by name
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
