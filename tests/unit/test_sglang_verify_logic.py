@@ -306,3 +306,13 @@ def test_next_baseline_upgrades_an_old_single_result_file():
     old = {"run_id": "0", "decode_tps": 80.0, "ttft_ms": 8.0}
     b = lib.next_baseline(old, {"run_id": "1", "decode_tps": 100.0, "ttft_ms": 10.0}, 3, {})
     assert b["decode_tps"] == 90.0 and [r["run_id"] for r in b["recent"]] == ["0", "1"]
+
+
+def test_console_table_shows_each_probe_answer_and_marks_a_wrong_one():
+    result = {"server": {"version": "0.5.23"}, "single_stream": {"decode_tps": 250.0},
+              "probes": [{"prompt": "What is 2+2?", "output": "4", "ok": True},
+                         {"prompt": "Say hello.", "output": "!!!!!!!!", "ok": False}]}
+    lines = lib.console_lines("h1", result, {"passed": False, "rows": [], "failures": []})
+    assert any("'What is 2+2?' -> '4'" in line and "FAIL" not in line for line in lines)
+    assert any("'Say hello.' -> '!!!!!!!!'  (FAIL)" in line for line in lines)
+    assert "probes                       1/2 passed" in lines

@@ -739,6 +739,11 @@ def console_lines(host, result, gate):
         "%-28s %s" % ("verdict", "PASS" if gate["passed"] else "FAIL"),
         "%-28s %s" % ("sglang", (result.get("server") or {}).get("version")),
         "%-28s %s" % ("probes", _probe_line(result)),
+    ]
+    for pr in result.get("probes") or []:
+        lines.append("%-28s %r -> %r%s" % ("  answer", _clip(pr.get("prompt"), 40), _clip(pr.get("output"), 60),
+                                           "" if pr.get("ok") else "  (FAIL)"))
+    lines += [
         "%-28s %s tok/s (runs %s)" % ("single-stream decode", _fmt(s.get("decode_tps")),
                                       s.get("decode_tps_runs")),
         "%-28s %s ms" % ("median TTFT", _fmt(s.get("ttft_ms"))),
@@ -763,6 +768,11 @@ def console_lines(host, result, gate):
     for f in gate.get("failures") or []:
         lines.append("FAIL: " + f)
     return lines
+
+
+def _clip(text, n):
+    text = "" if text is None else str(text)
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _probe_line(result):
