@@ -118,3 +118,15 @@ def test_4_rerun_with_nothing_changed_restarts_nothing():
     recap = [line for line in out.splitlines() if line.startswith("molecule-rollout-")]
     assert recap and all("changed=0" in line for line in recap), recap
     figure(f"no-op rollout over 3 hosts took {took:.0f} s")
+
+
+def test_5_check_diff_shows_the_flag_change_per_host_and_restarts_nothing():
+    before = {h: unit_state(h)[0] for h in HOSTS}
+    args = dict(BASE_ARGS, **{"max-total-tokens": 4096})
+    _, out, took = playbook("deploy.yml", {"sglang_server_args": args}, args=("--check", "--diff"))
+    assert out.count("+    --max-total-tokens 4096 \\") >= len(HOSTS), out[-3000:]
+    assert out.count("-    --max-total-tokens 8192 \\") >= len(HOSTS)
+    assert {h: unit_state(h)[0] for h in HOSTS} == before
+    for h in HOSTS:
+        assert "--max-total-tokens 8192" in unit_text(h)
+    figure(f"--check --diff over 3 hosts took {took:.0f} s, nothing restarted")
