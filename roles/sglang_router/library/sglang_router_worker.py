@@ -1,0 +1,509 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Runs on the controller (delegate_to: localhost by default): takes one SGLang server out of an
+# sglang-router (smg) and lets its in-flight requests finish, or puts it back and waits until the
+# router calls it healthy. Standard library only (urllib).
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_router_worker
+short_description: Remove an SGLang worker from an sglang-router and drain it, or add it back
+description:
+  - Uses the worker API of sglang-router 0.3.x (smg), that is C(GET /workers), C(DELETE /workers/<id>)
+    and C(POST /workers); the older C(/add_worker) and C(/remove_worker) answer 404 there.
+  - Both changes are asynchronous on the router (it answers 202); the module polls
+    C(GET /workers) until the change shows, for at most I(timeout) seconds.
+  - With I(state=absent), after the router stopped listing the worker, it waits until the worker
+    itself has no running or queued request, reading the gauges C(sglang:num_running_reqs) and
+    C(sglang:num_queue_reqs) of C(<worker_url>/metrics) (SGLang started with
+    C(--enable-metrics)), and its active HTTP requests (C(sglang:http_requests_active) other than
+    C(/metrics)), for at most I(drain_timeout) seconds. Without readable gauges it waits
+    the whole I(drain_timeout) and says so in C(msg).
+  - URLs are compared normalised (trailing slash stripped, scheme and host lower-cased).
+  - In check mode only C(GET /workers) is sent; C(changed) says whether a change would be made.
+options:
+  router_url:
+    description: Base URL of the router, e.g. C(http://router:30000).
+    type: str
+    required: true
+  worker_url:
+    description: URL of the SGLang server as the router knows it, e.g. C(http://10.0.0.5:30000).
+    type: str
+    required: true
+  state:
+    description:
+      - C(absent) removes the worker from the router and drains it.
+      - C(present) adds it and waits until the router lists it as healthy.
+    type: str
+    required: true
+    choices: [absent, present]
+  timeout:
+    description: Seconds to wait for the router to apply the change.
+    type: int
+    default: 120
+  drain_timeout:
+    description:
+      - Seconds to wait, after the removal, for the worker's running and queued requests to
+        reach 0 (I(state=absent) only). C(0) reads the gauges once and does not wait.
+    type: int
+    default: 30
+  poll_interval:
+    description: Seconds between two polls of the router or of the worker's metrics.
+    type: float
+    default: 0.5
+author: [sglang_deploy]
+"""
+
+EXAMPLES = r"""
+- name: Take this host out of the router before its restart
+  sglang_router_worker:
+    router_url: http://router.example:30000
+    worker_url: "http://{{ ansible_host }}:30000"
+    state: absent
+    drain_timeout: 60
+  delegate_to: localhost
+
+- name: Put it back once it passed its gate
+  sglang_router_worker:
+    router_url: http://router.example:30000
+    worker_url: "http://{{ ansible_host }}:30000"
+    state: present
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+worker_url:
+  description: The worker URL as given.
+  returned: always
+  type: str
+router_url:
+  description: The router URL as given.
+  returned: always
+  type: str
+worker_id:
+  description: The router's id of the worker (before removal, or after addition); null when not listed.
+  returned: always
+  type: str
+drained:
+  description: Whether the worker was seen with 0 running and 0 queued requests after its removal.
+  returned: always
+  type: bool
+drain_seconds:
+  description: Seconds spent draining after the router stopped listing the worker.
+  returned: always
+  type: float
+in_flight_at_removal:
+  description: Running + queued requests on the worker at the first metrics reading after its removal; null when unreadable.
+  returned: always
+  type: int
+workers:
+  description: URLs the router lists after the change (before it, in check mode).
+  returned: always
+  type: list
+  elements: str
+msg:
+  description: What was done, or would be done in check mode.
+  returned: always
+  type: str
+"""
+
+import json
+import math
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from ansible.module_utils.basic import AnsibleModule
+
+REQUEST_TIMEOUT = 10.0
+RUNNING = "sglang:num_running_reqs"
+QUEUED = "sglang:num_queue_reqs"
+# HTTP requests the server is answering (per endpoint); it sees a request before the scheduler
+# gauges do (those update at prefill and every few decode steps). /metrics itself is not counted.
+ACTIVE_HTTP = "sglang:http_requests_active"
+FIX_ROUTER = "check the variable sglang_router_url (and that the router runs and is reachable from here)"
+
+
+# --------------------------------------------------------------------------------------------
+# Pure logic (tests/unit/test_sglang_router_worker.py)
+# --------------------------------------------------------------------------------------------
+def normalize_url(url):
+    """Compare form of a URL: no trailing slash, scheme and host lower-cased."""
+    url = (url or "").strip()
+    parts = urllib.parse.urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return url.rstrip("/")
+    return urllib.parse.urlunsplit(
+        (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, parts.fragment))
+
+
+def parse_workers(data):
+    """Workers of a GET /workers answer (dict or its JSON text) as a list of dicts with
+    id, url, is_healthy. Raises ValueError when the answer is not a worker listing."""
+    if isinstance(data, (str, bytes)):
+        data = json.loads(data)
+    if not isinstance(data, dict) or not isinstance(data.get("workers"), list):
+        raise ValueError("not a worker listing (no 'workers' list)")
+    workers = []
+    for item in data["workers"]:
+        if not isinstance(item, dict) or not item.get("url"):
+            raise ValueError("worker entry without url: %r" % (item,))
+        workers.append({
+            "id": item.get("id"),
+            "url": item["url"],
+            # a listing without the field (older routers) counts as healthy: it lists what it routes to
+            "is_healthy": bool(item.get("is_healthy", True)),
+            "load": item.get("load"),
+        })
+    return workers
+
+
+def find_worker(workers, worker_url):
+    """The listed worker whose URL is worker_url (normalised), or None."""
+    want = normalize_url(worker_url)
+    for worker in workers:
+        if normalize_url(worker["url"]) == want:
+            return worker
+    return None
+
+
+def describe_workers(workers):
+    """One line for messages: what the router lists."""
+    if not workers:
+        return "no worker"
+    return ", ".join("%s (%s)" % (w["url"], "healthy" if w["is_healthy"] else "unhealthy") for w in workers)
+
+
+def parse_prometheus_sums(text, names):
+    """Sum over all label sets of each metric in names, from a Prometheus text exposition.
+    A name with no sample maps to None."""
+    sums = dict.fromkeys(names)
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(None, 1)[0]
+        if name not in sums:
+            continue
+        # the value follows the labels (which may contain spaces); an optional timestamp follows it
+        rest = line[len(name):]
+        if rest.startswith("{"):
+            end = rest.rfind("}")
+            if end < 0:
+                continue
+            rest = rest[end + 1:]
+        fields = rest.split()
+        if not fields:
+            continue
+        try:
+            value = float(fields[0])
+        except ValueError:
+            continue
+        if math.isnan(value) or math.isinf(value):
+            continue
+        sums[name] = (sums[name] or 0.0) + value
+    return sums
+
+
+def active_http(metrics_text):
+    """Active HTTP requests of an SGLang /metrics page except /metrics itself, or None."""
+    total = None
+    for line in (metrics_text or "").splitlines():
+        if not line.startswith(ACTIVE_HTTP + "{") or 'endpoint="/metrics"' in line:
+            continue
+        try:
+            value = float(line.rsplit("}", 1)[1].split()[0])
+        except (IndexError, ValueError):
+            continue
+        if not (math.isnan(value) or math.isinf(value)):
+            total = (total or 0.0) + value
+    return total
+
+
+def in_flight(metrics_text):
+    """Requests still in the server: running + queued (scheduler gauges), or the active HTTP
+    requests when those are more (a request still being tokenized); None without both gauges."""
+    sums = parse_prometheus_sums(metrics_text, (RUNNING, QUEUED))
+    if sums[RUNNING] is None or sums[QUEUED] is None:
+        return None
+    count = sums[RUNNING] + sums[QUEUED]
+    return int(round(max(count, active_http(metrics_text) or 0.0)))
+
+
+def format_job(data):
+    """'AddWorker processing' (+ ': message') from a GET /workers/<id> answer, or ''."""
+    try:
+        job = (json.loads(data) if isinstance(data, (str, bytes)) else data).get("job_status") or {}
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(job, dict) or not job.get("status"):
+        return ""
+    text = "%s %s" % (job.get("job_type") or "job", job["status"])
+    return text + (": %s" % job["message"] if job.get("message") else "")
+
+
+def job_note(job_id, job):
+    """The part of a failure message about the router's background job of an addition."""
+    if not job:
+        return ""
+    note = "; its job %s: %s" % (job_id, job)
+    if " processing" in job:
+        note += " (the router keeps retrying until its --worker-startup-timeout-secs: the worker may still join later)"
+    return note
+
+
+def decide(state, worker):
+    """'remove', 'add' or None (nothing to do) for a desired state and the listed worker (or None)."""
+    if state == "absent":
+        return "remove" if worker is not None else None
+    if worker is not None and worker["is_healthy"]:
+        return None
+    return "add"
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP
+# --------------------------------------------------------------------------------------------
+def http(method, url, body=None, timeout=REQUEST_TIMEOUT):
+    """(status, text); status 0 with the error text when no HTTP answer came."""
+    data = json.dumps(body).encode("utf-8") if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return 0, str(getattr(exc, "reason", exc))
+
+
+class RouterError(Exception):
+    pass
+
+
+def _short(text, limit=300):
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def router_error(router_url, method, path, status, text):
+    answer = "no answer (%s)" % _short(text) if status == 0 else "HTTP %s: %s" % (status, _short(text) or "(empty body)")
+    if status == 404 and path == "/workers":
+        answer += " (sglang-router 0.3.x serves GET /workers: is this URL the router?)"
+    return RouterError("router %s: %s %s -> %s; %s" % (router_url, method, path, answer, FIX_ROUTER))
+
+
+class Router:
+    def __init__(self, url, timeout=REQUEST_TIMEOUT):
+        self.url = url
+        self.base = url.rstrip("/")
+        self.timeout = timeout
+
+    def _call(self, method, path, body=None, ok_extra=()):
+        status, text = http(method, self.base + path, body, self.timeout)
+        if not (200 <= status < 300 or status in ok_extra):
+            raise router_error(self.url, method, path, status, text)
+        return status, text
+
+    def workers(self):
+        _, text = self._call("GET", "/workers")
+        try:
+            return parse_workers(text)
+        except ValueError as exc:
+            raise RouterError("router %s: GET /workers did not answer a worker listing (%s): %s; %s"
+                              % (self.url, exc, _short(text), FIX_ROUTER))
+
+    def remove(self, worker_id):
+        # 404: removed meanwhile by someone else; the listing poll that follows confirms it
+        self._call("DELETE", "/workers/" + urllib.parse.quote(str(worker_id), safe=""), ok_extra=(404,))
+
+    def add(self, worker_url):
+        """POST /workers; the router's id of the queued addition, if it says one."""
+        _, text = self._call("POST", "/workers", {"url": worker_url})
+        try:
+            return json.loads(text).get("worker_id")
+        except (ValueError, AttributeError):
+            return None
+
+    def job_status(self, worker_id):
+        """'<job_type> <status>[: message]' of GET /workers/<id> (0.3.x reports the background
+        job of an addition there), or '' when the router does not say."""
+        if not worker_id:
+            return ""
+        status, text = http("GET", self.base + "/workers/" + urllib.parse.quote(str(worker_id), safe=""),
+                            timeout=self.timeout)
+        return format_job(text) if status == 200 else ""
+
+
+def read_in_flight(worker_url, timeout=REQUEST_TIMEOUT):
+    """(in-flight count or None, why None)."""
+    url = worker_url.rstrip("/") + "/metrics"
+    status, text = http("GET", url, timeout=timeout)
+    if status != 200:
+        return None, "%s answered %s" % (url, ("HTTP %s" % status) if status else _short(text))
+    count = in_flight(text)
+    if count is None:
+        return None, "%s lacks %s/%s (start SGLang with --enable-metrics)" % (url, RUNNING, QUEUED)
+    return count, ""
+
+
+def wait_listing(router, worker_url, timeout, interval, done, clock=time.monotonic, sleep=time.sleep):
+    """Poll GET /workers until done(find_worker(...)) holds. (ok, workers, worker)."""
+    deadline = clock() + timeout
+    while True:
+        workers = router.workers()
+        worker = find_worker(workers, worker_url)
+        if done(worker):
+            return True, workers, worker
+        if clock() >= deadline:
+            return False, workers, worker
+        sleep(interval)
+
+
+def drain(worker_url, drain_timeout, interval, read=read_in_flight, clock=time.monotonic, sleep=time.sleep):
+    """Wait until the worker has no running or queued request. Returns a dict with drained,
+    drain_seconds, in_flight_at_removal, last (last count or None), why (last unreadable reason)."""
+    start = clock()
+    first = None
+    last = None
+    why = ""
+    while True:
+        # one reading may not overrun drain_timeout by more than a second
+        remaining = drain_timeout - (clock() - start)
+        count, reason = read(worker_url, max(1.0, min(REQUEST_TIMEOUT, remaining)))
+        if count is None:
+            why = reason
+        else:
+            why = ""
+            if first is None:
+                first = count
+            last = count
+            if count == 0:
+                return dict(drained=True, drain_seconds=round(clock() - start, 2), in_flight_at_removal=first,
+                            last=0, why="")
+        if clock() - start >= drain_timeout:
+            return dict(drained=False, drain_seconds=round(clock() - start, 2), in_flight_at_removal=first,
+                        last=last, why=why)
+        sleep(interval)
+
+
+# --------------------------------------------------------------------------------------------
+# The two states
+# --------------------------------------------------------------------------------------------
+def urls(workers):
+    return [w["url"] for w in workers]
+
+
+def look(router, p):
+    """The router's listing now: (result skeleton, the listed worker or None)."""
+    workers = router.workers()
+    worker = find_worker(workers, p["worker_url"])
+    res = dict(changed=False, worker_url=p["worker_url"], router_url=p["router_url"],
+               worker_id=worker["id"] if worker else None, drained=False, drain_seconds=0.0,
+               in_flight_at_removal=None, workers=urls(workers))
+    return res, worker
+
+
+def run(router, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=read_in_flight):
+    """Look at the router, decide, and (unless check_mode) apply p["state"]. The result dict."""
+    res, worker = look(router, p)
+    action = decide(p["state"], worker)
+    where = "router %s" % p["router_url"]
+    if action is None:
+        res["msg"] = "%s %s" % (p["worker_url"], "is not in %s: nothing to remove" % where if p["state"] == "absent"
+                                else "is in %s and healthy" % where)
+        return res
+    res["changed"] = True
+    if check_mode:
+        res["msg"] = ("would remove %s (id %s) from %s and drain it" % (p["worker_url"], worker["id"], where)
+                      if action == "remove" else
+                      "would add %s to %s%s" % (p["worker_url"], where, " (listed but unhealthy)" if worker else ""))
+        return res
+    if action == "remove":
+        return remove_and_drain(router, p, res, worker, clock, sleep, read)
+    return add_and_wait(router, p, res, clock, sleep)
+
+
+def remove_and_drain(router, p, res, worker, clock, sleep, read):
+    worker_url = p["worker_url"]
+    t0 = clock()
+    router.remove(worker["id"])
+    ok, workers, _ = wait_listing(router, worker_url, p["timeout"], p["poll_interval"], lambda w: w is None,
+                                  clock, sleep)
+    res["workers"] = urls(workers)
+    if not ok:
+        raise RouterError(
+            "router %s still lists worker %s %s s after DELETE /workers/%s; it lists: %s"
+            % (p["router_url"], worker_url, p["timeout"], worker["id"], describe_workers(workers)))
+    removed_after = round(clock() - t0, 2)
+    d = drain(worker_url, p["drain_timeout"], p["poll_interval"], read, clock, sleep)
+    res.update(drained=d["drained"], drain_seconds=d["drain_seconds"], in_flight_at_removal=d["in_flight_at_removal"])
+    msg = "removed %s from router %s (gone from its listing after %s s); " % (worker_url, p["router_url"], removed_after)
+    if d["drained"]:
+        msg += "no request running or queued after %s s (%s in flight at removal)" % (
+            d["drain_seconds"], d["in_flight_at_removal"])
+    elif d["last"] is not None:
+        msg += "%s request(s) still running or queued after drain_timeout=%s s" % (d["last"], p["drain_timeout"])
+    else:
+        msg += "metrics unreadable (%s): waited the full drain_timeout=%s s instead" % (d["why"], p["drain_timeout"])
+    res["msg"] = msg
+    return res
+
+
+def add_and_wait(router, p, res, clock, sleep):
+    worker_url = p["worker_url"]
+    t0 = clock()
+    job_id = router.add(worker_url.rstrip("/"))
+    ok, workers, worker = wait_listing(router, worker_url, p["timeout"], p["poll_interval"],
+                                       lambda w: w is not None and w["is_healthy"], clock, sleep)
+    res["workers"] = urls(workers)
+    res["worker_id"] = worker["id"] if worker else None
+    if not ok:
+        state = "lists worker %s as unhealthy" if worker else "does not list worker %s"
+        job = router.job_status(job_id or (worker or {}).get("id"))
+        raise RouterError(
+            ("router %s " + state + " %s s after POST /workers; it lists: %s%s; check that the router can "
+             "reach %s (its health endpoint) and the worker serves")
+            % (p["router_url"], worker_url, p["timeout"], describe_workers(workers),
+               job_note(job_id, job), worker_url))
+    res["msg"] = "added %s to router %s (listed healthy after %s s)" % (
+        worker_url, p["router_url"], round(clock() - t0, 2))
+    return res
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            router_url=dict(type="str", required=True),
+            worker_url=dict(type="str", required=True),
+            state=dict(type="str", required=True, choices=["absent", "present"]),
+            timeout=dict(type="int", default=120),
+            drain_timeout=dict(type="int", default=30),
+            poll_interval=dict(type="float", default=0.5),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for key in ("router_url", "worker_url"):
+        if not urllib.parse.urlsplit(p[key]).scheme.startswith("http"):
+            module.fail_json(msg="%s=%r is not an http(s) URL%s" % (
+                key, p[key], "; check the variable sglang_router_url" if key == "router_url"
+                else "; check the variable sglang_router_worker_url"))
+    router = Router(p["router_url"])
+    try:
+        res = run(router, p, module.check_mode)
+    except RouterError as exc:
+        module.fail_json(msg=str(exc), worker_url=p["worker_url"], router_url=p["router_url"])
+    if p["state"] == "absent" and res["changed"] and not module.check_mode and not res["drained"]:
+        module.warn(res["msg"])
+    module.exit_json(**res)
+
+
+if __name__ == "__main__":
+    main()
