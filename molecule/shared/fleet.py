@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -53,12 +54,14 @@ def ip_of(host):
     ).stdout.strip()
 
 
-def ask(ip, timeout=10.0):
+def ask(ip, timeout=10.0, base=None):
+    """Ask the server at ip:30000 (or at the base URL, e.g. a router) a question with a known
+    answer; returns the answer."""
     body = json.dumps({
         "model": "tiny-qwen2", "temperature": 0, "max_tokens": 4,
         "messages": [{"role": "user", "content": "Reply with OK."}],
     }).encode()
-    req = urllib.request.Request(f"http://{ip}:30000/v1/chat/completions", data=body,
+    req = urllib.request.Request(f"{base or f'http://{ip}:30000'}/v1/chat/completions", data=body,
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         return json.load(resp)["choices"][0]["message"]["content"].strip()
@@ -104,8 +107,96 @@ class Prober:
         self._thread.join()
 
 
-def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=()):
+class Router:
+    """A real sglang-router on the controller in front of the hosts. While the `with` block runs,
+    a client sends a request through it every `period` s and another thread records which
+    workers it lists."""
+
+    def __init__(self, hosts, period=0.25):
+        import socket
+
+        def free_port():
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                return sock.getsockname()[1]
+
+        self.port, self.metrics_port = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.workers = {h: f"http://{ip_of(h)}:30000" for h in hosts}
+        self.period = period
+        self.requests = []  # (monotonic time, answered "OK", error text)
+        self.listings = []  # (monotonic time, {worker url: healthy})
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._ask_loop, daemon=True),
+                         threading.Thread(target=self._list_loop, daemon=True)]
+        (ROOT / "reports").mkdir(exist_ok=True)
+        self.log_path = ROOT / "reports" / "router-molecule.log"
+
+    def listing(self):
+        with urllib.request.urlopen(f"{self.url}/workers", timeout=5) as resp:
+            return {w["url"]: bool(w.get("is_healthy")) for w in json.load(resp)["workers"]}
+
+    def _ask_loop(self):
+        while not self._stop.is_set():
+            t = time.monotonic()
+            try:
+                ok, err = ask(None, timeout=30, base=self.url) == "OK", ""
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded and asserted on
+                ok, err = False, repr(exc)[:200]
+            self.requests.append((t, ok, err))
+            time.sleep(max(0.0, self.period - (time.monotonic() - t)))
+
+    def _list_loop(self):
+        while not self._stop.is_set():
+            t = time.monotonic()
+            try:
+                self.listings.append((t, self.listing()))
+            except Exception:  # noqa: BLE001 - a gap in the listing record only
+                pass
+            time.sleep(0.5)
+
+    def __enter__(self):
+        self._log = open(self.log_path, "w", encoding="utf-8")
+        # no retries: a request the router sends to a restarting host must show up as a failure
+        self.proc = subprocess.Popen(
+            [str(BIN / "python"), "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
+             "--port", str(self.port), "--policy", "round_robin", "--disable-retries",
+             "--prometheus-host", "127.0.0.1", "--prometheus-port", str(self.metrics_port),
+             "--log-level", "warn", "--worker-urls", *self.workers.values()],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if self.listing() == {u: True for u in self.workers.values()}:
+                    break
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            assert self.proc.poll() is None, f"the router exited, see {self.log_path}"
+            assert time.monotonic() < deadline, f"the router did not list all workers healthy, see {self.log_path}"
+            time.sleep(0.5)
+        return self
+
+    def start_probing(self):
+        for th in self._threads:
+            th.start()
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for th in self._threads:
+            if th.is_alive():
+                th.join()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self._log.close()
+
+
+def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=(), timed=False):
+    """Run a playbook on the scenario's hosts; `timed` adds ansible.posix.profile_tasks (a
+    timestamp line per task, read by batch_starts)."""
     env = dict(os.environ)
+    if timed:
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
     env.update({
         "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
         "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"),
@@ -127,6 +218,36 @@ def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=()):
     if expect_rc is not None:
         assert proc.returncode == expect_rc, out[-4000:]
     return proc.returncode, out, took
+
+
+_ELAPSED = re.compile(r"\((\d+):(\d\d):(\d\d\.\d+)\)\s+(\d+):(\d\d):(\d\d\.\d+)")
+
+
+def _seconds(h, m, s):
+    return int(h) * 3600 + int(m) * 60 + float(s)
+
+
+def batches(out: str, play: str):
+    """The batches of `play` in a playbook(timed=True) output: a list of dicts with `start`
+    (seconds since the playbook began), `seconds` (until the next batch, or the playbook's
+    end) and `tasks` ([(banner, seconds)]). profile_tasks prints a line before each task:
+    the time since the playbook began and, in parentheses, how long the task above it took."""
+    found, batch, owner, banner, total = [], None, None, None, None
+    for line in out.splitlines():
+        if line.startswith("PLAY "):
+            batch = {"start": None, "tasks": []} if line.startswith(f"PLAY [{play}]") else None
+            found += [batch] if batch else []
+        elif line.startswith(("TASK [", "RUNNING HANDLER [")):
+            banner, owner = line[: line.index("]") + 1], batch
+        elif m := _ELAPSED.search(line):
+            total = _seconds(*m.groups()[3:])
+            if owner is not None and banner:  # the task above ran in a batch of the play
+                owner["tasks"].append((banner, _seconds(*m.groups()[:3])))
+            if batch is not None and batch["start"] is None:
+                batch["start"] = total
+    for cur, nxt in zip(found, found[1:] + [None]):
+        cur["seconds"] = (nxt["start"] if nxt else total) - cur["start"]
+    return found
 
 
 def unit_text(host):
