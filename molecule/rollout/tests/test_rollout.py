@@ -7,6 +7,7 @@ rollout runs, and reads unit state with `docker exec`.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -189,17 +190,19 @@ def test_6_router_drains_each_host_while_it_restarts():
            f"{took:.0f} s, {len(failed)} failed; each host out of the router while it restarted")
 
 
-def test_7_router_gets_the_restored_host_back_after_a_failed_gate():
+def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router():
     before = {h: unit_state(h)[0] for h in HOSTS}
     old_unit = unit_text(HOSTS[0])
-    args = dict(BASE_ARGS, **{"max-total-tokens": 12288})
+    # a flag that starts fine and makes the output wrong: the model's RMSNorm epsilon overridden
+    # (the tiny model then answers "What is 2+2?" with '#    # If theytespollowing...')
+    args = dict(BASE_ARGS, **{"json-model-override-args": {"rms_norm_eps": 1000.0}})
     with Router(HOSTS) as router:
         router.start_probing()
-        rc, out, _ = deploy({"sglang_server_args": args, "sglang_verify_min_decode_tps": 1000000,
-                             **router_extra(router)}, expect_rc=None)
+        rc, out, _ = deploy({"sglang_server_args": args, **router_extra(router)}, expect_rc=None)
         time.sleep(1)
         final = router.listing()
     assert rc != 0
+    assert re.search(r'probe \\?"What is 2\+2\?\\?" answered', out), "the gate did not quote the wrong answer"
     assert "last-known-good" in out
     assert unit_text(HOSTS[0]) == old_unit, "host 1 is not back on its old unit"
     assert unit_state(HOSTS[0])[0] != before[HOSTS[0]], "host 1 was not restarted (so not restored)"
@@ -209,5 +212,20 @@ def test_7_router_gets_the_restored_host_back_after_a_failed_gate():
     failed = [(round(t, 1), err) for t, ok, err in router.requests if not ok]
     assert router.requests and not failed, (
         f"{len(failed)} of {len(router.requests)} requests through the router failed: {failed[:5]}")
-    figure(f"gate failure behind sglang-router: {len(router.requests)} requests through the router, "
+    figure(f"wrong output (a model override flag) behind sglang-router: {len(router.requests)} requests through the router, "
            f"{len(failed)} failed; host 1 restored, confirmed and back in the router")
+
+
+def test_8_router_that_does_not_answer_stops_the_rollout_before_anything_changes():
+    before = {h: (unit_state(h)[0], unit_text(h)) for h in HOSTS}
+    args = dict(BASE_ARGS, **{"max-total-tokens": 10240})
+    extra = {"sglang_server_args": args, "sglang_router_url": "http://127.0.0.1:9",  # discard port
+             "sglang_router_worker_url": "http://{{ inventory_hostname }}:30000"}
+    rc, out, took = deploy(extra, expect_rc=None)
+    assert rc != 0
+    assert "http://127.0.0.1:9" in out and "sglang_router_url" in out, "the failure does not name the router"
+    assert "Nothing had been changed on the host" in out
+    for h in HOSTS:
+        assert (unit_state(h)[0], unit_text(h)) == before[h], f"{h} changed although the router never answered"
+        assert ask(ip_of(h)) == "OK"
+    figure(f"router not answering: deploy.yml stopped after {took:.0f} s, no host changed")
