@@ -126,6 +126,7 @@ QUEUED = "sglang:num_queue_reqs"
 # HTTP requests the server is answering (per endpoint); it sees a request before the scheduler
 # gauges do (those update at prefill and every few decode steps). /metrics itself is not counted.
 ACTIVE_HTTP = "sglang:http_requests_active"
+METRICS_ENDPOINT = 'endpoint="/metrics"'
 FIX_ROUTER = "check the variable sglang_router_url (and that the router runs and is reachable from here)"
 
 
@@ -179,13 +180,13 @@ def describe_workers(workers):
     return ", ".join("%s (%s)" % (w["url"], "healthy" if w["is_healthy"] else "unhealthy") for w in workers)
 
 
-def parse_prometheus_sums(text, names):
-    """Sum over all label sets of each metric in names, from a Prometheus text exposition.
-    A name with no sample maps to None."""
+def parse_prometheus_sums(text, names, skip=None):
+    """Sum over all label sets of each metric in names, from a Prometheus text exposition,
+    leaving out samples whose line contains `skip`. A name with no sample maps to None."""
     sums = dict.fromkeys(names)
     for line in (text or "").splitlines():
         line = line.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or (skip and skip in line):
             continue
         name = line.split("{", 1)[0].split(None, 1)[0]
         if name not in sums:
@@ -212,27 +213,17 @@ def parse_prometheus_sums(text, names):
 
 def active_http(metrics_text):
     """Active HTTP requests of an SGLang /metrics page except /metrics itself, or None."""
-    total = None
-    for line in (metrics_text or "").splitlines():
-        if not line.startswith(ACTIVE_HTTP + "{") or 'endpoint="/metrics"' in line:
-            continue
-        try:
-            value = float(line.rsplit("}", 1)[1].split()[0])
-        except (IndexError, ValueError):
-            continue
-        if not (math.isnan(value) or math.isinf(value)):
-            total = (total or 0.0) + value
-    return total
+    return parse_prometheus_sums(metrics_text, (ACTIVE_HTTP,), skip=METRICS_ENDPOINT)[ACTIVE_HTTP]
 
 
 def in_flight(metrics_text):
     """Requests still in the server: running + queued (scheduler gauges), or the active HTTP
     requests when those are more (a request still being tokenized); None without both gauges."""
-    sums = parse_prometheus_sums(metrics_text, (RUNNING, QUEUED))
+    # one pass: the skipped label only appears on http_requests_active samples
+    sums = parse_prometheus_sums(metrics_text, (RUNNING, QUEUED, ACTIVE_HTTP), skip=METRICS_ENDPOINT)
     if sums[RUNNING] is None or sums[QUEUED] is None:
         return None
-    count = sums[RUNNING] + sums[QUEUED]
-    return int(round(max(count, active_http(metrics_text) or 0.0)))
+    return int(round(max(sums[RUNNING] + sums[QUEUED], sums[ACTIVE_HTTP] or 0.0)))
 
 
 def format_job(data):
