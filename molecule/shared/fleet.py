@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,15 @@ def ask(ip, timeout=10.0, base=None):
         return json.load(resp)["choices"][0]["message"]["content"].strip()
 
 
+def every(period, stop, step, max_seconds=None):
+    """Call step(monotonic time) every `period` s until `stop` is set (or max_seconds passed)."""
+    end = None if max_seconds is None else time.monotonic() + max_seconds
+    while not stop.is_set() and (end is None or time.monotonic() < end):
+        t = time.monotonic()
+        step(t)
+        time.sleep(max(0.0, period - (time.monotonic() - t)))
+
+
 class Prober:
     """Asks every host a real question every `period` s while the `with` block runs."""
 
@@ -84,19 +94,18 @@ class Prober:
         except Exception:  # noqa: BLE001 - any failure means "not serving"
             return False
 
+    def _sample(self, t):
+        results = {}
+        threads = [threading.Thread(target=lambda h=h: results.__setitem__(h, self._one(h)))
+                   for h in self.hosts]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        self.samples.append((t, results))
+
     def _run(self):
-        end = time.monotonic() + self.max_seconds
-        while not self._stop.is_set() and time.monotonic() < end:
-            t = time.monotonic()
-            results = {}
-            threads = [threading.Thread(target=lambda h=h: results.__setitem__(h, self._one(h)))
-                       for h in self.hosts]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
-            self.samples.append((t, results))
-            time.sleep(max(0.0, self.period - (time.monotonic() - t)))
+        every(self.period, self._stop, self._sample, self.max_seconds)
 
     def __enter__(self):
         self._thread.start()
@@ -113,8 +122,6 @@ class Router:
     workers it lists."""
 
     def __init__(self, hosts, period=0.25):
-        import socket
-
         def free_port():
             with socket.socket() as sock:
                 sock.bind(("127.0.0.1", 0))
@@ -127,8 +134,8 @@ class Router:
         self.requests = []  # (monotonic time, answered "OK", error text)
         self.listings = []  # (monotonic time, {worker url: healthy})
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._ask_loop, daemon=True),
-                         threading.Thread(target=self._list_loop, daemon=True)]
+        self._threads = [threading.Thread(target=every, args=(period, self._stop, self._ask), daemon=True),
+                         threading.Thread(target=every, args=(0.5, self._stop, self._list), daemon=True)]
         (ROOT / "reports").mkdir(exist_ok=True)
         self.log_path = ROOT / "reports" / "router-molecule.log"
 
@@ -136,24 +143,22 @@ class Router:
         with urllib.request.urlopen(f"{self.url}/workers", timeout=5) as resp:
             return {w["url"]: bool(w.get("is_healthy")) for w in json.load(resp)["workers"]}
 
-    def _ask_loop(self):
-        while not self._stop.is_set():
-            t = time.monotonic()
-            try:
-                ok, err = ask(None, timeout=30, base=self.url) == "OK", ""
-            except Exception as exc:  # noqa: BLE001 - every failure is recorded and asserted on
-                ok, err = False, repr(exc)[:200]
-            self.requests.append((t, ok, err))
-            time.sleep(max(0.0, self.period - (time.monotonic() - t)))
+    def _ask(self, t):
+        try:
+            ok, err = ask(None, timeout=30, base=self.url) == "OK", ""
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded and asserted on
+            ok, err = False, repr(exc)[:200]
+        self.requests.append((t, ok, err))
 
-    def _list_loop(self):
-        while not self._stop.is_set():
-            t = time.monotonic()
-            try:
-                self.listings.append((t, self.listing()))
-            except Exception:  # noqa: BLE001 - a gap in the listing record only
-                pass
-            time.sleep(0.5)
+    def _list(self, t):
+        try:
+            self.listings.append((t, self.listing()))
+        except Exception:  # noqa: BLE001 - a gap in the listing record only
+            pass
+
+    def failed(self):
+        """The requests through the router that did not answer "OK": [(time, error)]."""
+        return [(round(t, 1), err) for t, ok, err in self.requests if not ok]
 
     def __enter__(self):
         self._log = open(self.log_path, "w", encoding="utf-8")
@@ -193,7 +198,7 @@ class Router:
 
 def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=(), timed=False):
     """Run a playbook on the scenario's hosts; `timed` adds ansible.posix.profile_tasks (a
-    timestamp line per task, read by batch_starts)."""
+    timestamp line per task, read by batches())."""
     env = dict(os.environ)
     if timed:
         env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"

@@ -163,6 +163,14 @@ def router_extra(router):
     }
 
 
+def assert_router_served_throughout(router, final):
+    """Every host is back in the router, healthy, and every request through it answered."""
+    assert final == {u: True for u in router.workers.values()}, f"not every host is back in the router: {final}"
+    failed = router.failed()
+    assert router.requests and not failed, (
+        f"{len(failed)} of {len(router.requests)} requests through the router failed: {failed[:5]}")
+
+
 def test_6_router_drains_each_host_while_it_restarts():
     before = {h: unit_state(h)[0] for h in HOSTS}
     args = dict(BASE_ARGS, **{"max-total-tokens": 6144})
@@ -175,10 +183,7 @@ def test_6_router_drains_each_host_while_it_restarts():
     for h in HOSTS:
         assert unit_state(h)[0] != before[h], f"{h} was not restarted"
         assert "--max-total-tokens 6144" in unit_text(h)
-    assert final == {u: True for u in router.workers.values()}, f"not every host is back in the router: {final}"
-    failed = [(round(t, 1), err) for t, ok, err in router.requests if not ok]
-    assert router.requests and not failed, (
-        f"{len(failed)} of {len(router.requests)} requests through the router failed: {failed[:5]}")
+    assert_router_served_throughout(router, final)
     for h in HOSTS:
         down = [t for t, r in probe.samples if not r[h]]
         assert down, f"the probe never saw {h} restart"
@@ -187,7 +192,7 @@ def test_6_router_drains_each_host_while_it_restarts():
         assert all(router.workers[h] not in listed for listed in during), (
             f"the router listed {h} while its server was not answering")
     figure(f"rollout behind sglang-router: {len(router.requests)} requests through the router during "
-           f"{took:.0f} s, {len(failed)} failed; each host out of the router while it restarted")
+           f"{took:.0f} s, {len(router.failed())} failed; each host out of the router while it restarted")
 
 
 def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router():
@@ -208,12 +213,9 @@ def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router(
     assert unit_state(HOSTS[0])[0] != before[HOSTS[0]], "host 1 was not restarted (so not restored)"
     for h in HOSTS[1:]:
         assert unit_state(h)[0] == before[h], f"{h} was restarted although host 1 failed"
-    assert final == {u: True for u in router.workers.values()}, f"the restored host is not back in the router: {final}"
-    failed = [(round(t, 1), err) for t, ok, err in router.requests if not ok]
-    assert router.requests and not failed, (
-        f"{len(failed)} of {len(router.requests)} requests through the router failed: {failed[:5]}")
+    assert_router_served_throughout(router, final)
     figure(f"wrong output (a model override flag) behind sglang-router: {len(router.requests)} requests through the router, "
-           f"{len(failed)} failed; host 1 restored, confirmed and back in the router")
+           f"{len(router.failed())} failed; host 1 restored, confirmed and back in the router")
 
 
 def test_8_router_that_does_not_answer_stops_the_rollout_before_anything_changes():
