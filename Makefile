@@ -9,13 +9,18 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick clean
+.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick clean
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
 	@echo "make demo-down  remove the local container hosts"
 	@echo "make test       everything CI runs (lint, unit tests, Molecule)"
 	@echo "make bench      our benchmark client vs sglang.benchmark.serving (interleaved medians)"
+
+# about 20 GiB: wheelhouse 3.1, two ml_env generations of 6.6 each, container layers
+DISK_GIB ?= 20
+disk:                  ## fail early, with the fix, when the caches will not fit on the disk
+	./scripts/check-disk.sh $(DISK_GIB)
 
 tools:                 ## controller venv (requirements.txt) + collections
 	./scripts/bootstrap.sh
@@ -29,7 +34,7 @@ image: docker          ## Debian 12 + systemd base image, built once per recipe 
 wheelhouse: tools      ## every wheel of the local profile's ml_env spec, built once per spec
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/wheelhouse.yml
 
-setup: tools docker image wheelhouse
+setup: disk tools docker image wheelhouse
 
 demo-hosts: setup
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml
@@ -62,7 +67,7 @@ molecule: setup
 	@echo "=== figures measured by the scenarios (reports/test-figures.log)"
 	@cat reports/test-figures.log 2>/dev/null || echo "(none)"
 
-test: lint unit molecule
+test: disk lint unit molecule
 
 BENCH_HOST ?= sglang-local-1
 bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, interleaved pairs, medians

@@ -17,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+# the longest playbook a test runs (a generation install, a 3-host rollout) takes ~3 min here
+PLAYBOOK_TIMEOUT_S = int(os.environ.get("FLEET_PLAYBOOK_TIMEOUT_S", "1200"))
 
 
 def figure(text):
@@ -212,10 +214,16 @@ def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=(), timed=F
         json.dump(extra, fh)
     inventory = os.environ["MOLECULE_INVENTORY_FILE"]
     started = time.monotonic()
-    proc = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", inventory, str(ROOT / path), "-e", f"@{fh.name}", *args],
-        capture_output=True, text=True, env=env, cwd=str(ROOT),
-    )
+    try:
+        proc = subprocess.run(
+            [str(BIN / "ansible-playbook"), "-i", inventory, str(ROOT / path), "-e", f"@{fh.name}", *args],
+            capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=PLAYBOOK_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired as exc:  # a hang fails this test with its output, not CI
+        partial = (exc.stdout or b"") + (exc.stderr or b"")
+        text = partial.decode(errors="replace") if isinstance(partial, bytes) else partial
+        raise AssertionError(f"{path} {' '.join(args)} still running after {PLAYBOOK_TIMEOUT_S} s; "
+                             f"its output so far:\n{text[-4000:]}") from None
     took = time.monotonic() - started
     out = proc.stdout + proc.stderr
     print(f"{path} {' '.join(args)} rc={proc.returncode} in {took:.0f} s")

@@ -10,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
 from fleet import Prober, ask, figure, ip_of, local_vars, playbook, sh, unit_state  # noqa: E402
 
@@ -18,6 +20,16 @@ HOST = "molecule-mlenv-1"
 SPEC = local_vars("ml_env")
 LOCKS = Path(tempfile.mkdtemp(prefix="ml-env-locks-"))
 STATE = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_the_second_generation():
+    """The generations live in the shared .cache/ml-envs (6.6 GiB each): once the tests are
+    done, remove the second one unless it is active, so the later scenarios have the room."""
+    yield
+    gen2 = STATE.get("gen2")
+    if gen2 and link() != gen2:
+        sh(HOST, f"rm -rf {gen2}")
 
 
 def spec_with(old: str, new: str) -> dict:

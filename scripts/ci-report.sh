@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# ci-report.sh LOG - the last lines of a CI run, where a truncated CI log still shows them:
+# how long each Molecule scenario took, the failed tests, disk and memory, leftover containers.
+set -uo pipefail
+log=${1:?usage: ci-report.sh LOG}
+root=$(cd "$(dirname "$0")/.." && pwd)
+echo "=== ci report"
+grep -E '^=== molecule .* took' "$log" || echo "(no Molecule scenario finished)"
+grep -E '^=== molecule test -s' "$log" | tail -n 1 | sed 's/^=== /last started: /'
+grep -E '::[^ ]+ (FAILED|ERROR)|^(FAILED|ERROR) [^-]|CRITICAL|^make: \*\*\*' "$log" | tail -n 15 || true
+echo "--- disk"
+df -h "$root" /var/lib/docker 2>/dev/null
+du -sh "$root/.cache/wheelhouse" "$root/.cache/ml-envs" 2>/dev/null
+echo "--- memory"
+free -m
+echo "--- containers"
+docker ps -a --format '{{.Names}} {{.Status}}' 2>/dev/null || echo "(docker not answering)"
