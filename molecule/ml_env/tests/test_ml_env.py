@@ -103,7 +103,26 @@ def test_4_rollback_returns_to_the_first_generation_and_its_unit():
     assert ask(ip_of(HOST)) == "OK"
 
 
-def test_5_a_package_that_does_not_exist_changes_nothing():
+def test_5_a_new_generation_that_fails_the_gate_is_undone_with_its_unit():
+    """The rollout switches to the second generation and changes a flag; the gate cannot pass
+    (speed floor the tiny model cannot meet): the host goes back to the first generation and
+    the old unit together, and serves."""
+    pid = unit_state(HOST)[0]
+    old_unit = sh(HOST, "cat /etc/systemd/system/sglang.service")
+    args = dict(local_vars("sglang")["sglang_server_args"], **{"max-total-tokens": 12288})
+    rc, out, _ = playbook("deploy.yml", dict(SPEC2, sglang_server_args=args, sglang_verify_min_decode_tps=1000000),
+                          expect_rc=None)
+    assert rc != 0
+    assert "under the gate of" in out and "last-known-good" in out, out[-3000:]
+    assert link() == STATE["gen1"], "the host was left on the failed generation"
+    env = sh(HOST, "cat /etc/sglang/sglang.env")
+    assert f'SGLANG_DEPLOY_ML_ENV="{Path(STATE["gen1"]).name}"' in env
+    assert sh(HOST, "cat /etc/systemd/system/sglang.service") == old_unit
+    assert unit_state(HOST)[0] != pid, "the new generation never ran"
+    assert ask(ip_of(HOST)) == "OK"
+
+
+def test_6_a_package_that_does_not_exist_changes_nothing():
     pid = unit_state(HOST)[0]
     bad = dict(SPEC2, ml_env_packages=SPEC["ml_env_packages"] + ["no-such-package-sglang-deploy==1.0"])
     rc, out, _ = playbook("deploy.yml", bad, expect_rc=None)
@@ -118,7 +137,7 @@ def test_5_a_package_that_does_not_exist_changes_nothing():
     assert not leftovers, f"partial generations left behind: {leftovers}"
 
 
-def test_6_unchanged_spec_installs_nothing():
+def test_7_unchanged_spec_installs_nothing():
     pid = unit_state(HOST)[0]
     _, out, took = playbook("deploy.yml", {})
     recap = [line for line in out.splitlines() if line.startswith(HOST)]

@@ -105,6 +105,8 @@ def test_2_gate_failure_stops_after_first_host_and_restores_it():
                         expect_rc=None)
     assert rc != 0
     assert "molecule-rollout-1" in out and "last-known-good" in out
+    assert re.search(r"single-stream decode [0-9.]+ tok/s is under the gate of 1000000(\.0)? tok/s", out), \
+        "the failure does not quote the figure under its gate"
     first = HOSTS[0]
     assert "--max-total-tokens 8192" in unit_text(first), "host 1 is not back on its old flags"
     assert unit_state(first)[0] != before[first][0]
