@@ -50,6 +50,21 @@ def unit_state(host):
     return int(kv["MainPID"]), int(kv["ExecMainStartTimestampMonotonic"]) / 1e6
 
 
+def stops_since(host, epoch):
+    """Seconds each stop of the sglang unit took since `epoch` (host clock), from systemd's
+    'Stopping sglang.service' to its 'Stopped sglang.service' in the journal."""
+    out = sh(host, f"journalctl -u sglang --since @{int(epoch)} --no-pager -o short-unix")
+    took, begun = [], None
+    for line in out.splitlines():
+        stamp, _, rest = line.partition(" ")
+        if "systemd[1]: Stopping sglang.service" in rest:
+            begun = float(stamp)
+        elif "systemd[1]: Stopped sglang.service" in rest and begun is not None:
+            took.append(float(stamp) - begun)
+            begun = None
+    return took
+
+
 def ip_of(host):
     return subprocess.run(
         ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", host],

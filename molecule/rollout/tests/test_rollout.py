@@ -14,7 +14,9 @@ from pathlib import Path
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import ROOT, Prober, Router, ask, batches, figure, ip_of, local_vars, playbook, sh, unit_state, unit_text  # noqa: E402
+from fleet import (  # noqa: E402
+    ROOT, Prober, Router, ask, batches, figure, ip_of, local_vars, playbook, sh, stops_since, unit_state, unit_text,
+)
 
 testinfra_hosts = ["molecule-rollout-1"]
 
@@ -73,6 +75,10 @@ def test_1_valid_change_rolls_one_host_at_a_time():
     worst = min(sum(r.values()) for _, r in probe.samples)
     assert worst >= 2, f"at some moment only {worst} of 3 hosts answered"
     figure(f"probe samples: {len(probe.samples)}; fewest hosts answering at once: {worst}")
+    stops = [stops_since(h, since) for h in HOSTS]
+    assert all(len(s) == 1 for s in stops), f"expected one stop per host in the journal: {stops}"
+    figure("SGLang's stop (SIGTERM to exit) with the probe client sending straight to each host: "
+           + ", ".join(f"{s[0]:.1f}" for s in stops) + " s")
     # the playbook's own cost per host: each host's batch of the rollout play (profile_tasks)
     # minus the server's own stop + start, as the playbook waited on it (systemctl restart, then
     # the wait for a real generation); and, more conservatively, minus only the time the probe
@@ -203,6 +209,7 @@ def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router(
     # a flag that starts fine and makes the output wrong: the model's RMSNorm epsilon overridden
     # (the tiny model then answers "What is 2+2?" with '#    # If theytespollowing...')
     args = dict(BASE_ARGS, **{"json-model-override-args": {"rms_norm_eps": 1000.0}})
+    since = float(sh(HOSTS[0], "date +%s"))
     with Router(HOSTS) as router:
         router.start_probing()
         rc, out, _ = deploy({"sglang_server_args": args, **router_extra(router)}, expect_rc=None)
@@ -216,8 +223,11 @@ def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router(
     for h in HOSTS[1:]:
         assert unit_state(h)[0] == before[h], f"{h} was restarted although host 1 failed"
     assert_router_served_throughout(router, final)
+    stops = stops_since(HOSTS[0], since)
+    assert len(stops) == 2, f"host 1: expected the change's stop and the restore's stop, found {stops}"
     figure(f"wrong output (a model override flag) behind sglang-router: {len(router.requests)} requests through the router, "
-           f"{len(router.failed())} failed; host 1 restored, confirmed and back in the router")
+           f"{len(router.failed())} failed; host 1 restored, confirmed and back in the router; its stops "
+           f"(SIGTERM to exit, drained out of the router first): " + ", ".join(f"{x:.1f}" for x in stops) + " s")
 
 
 def test_8_router_that_does_not_answer_stops_the_rollout_before_anything_changes():
