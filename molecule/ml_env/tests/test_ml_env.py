@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import Prober, ask, figure, ip_of, local_vars, playbook, sh, unit_state  # noqa: E402
+from fleet import Prober, ask, figure, ip_of, local_vars, playbook, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-mlenv-1"]
 HOST = "molecule-mlenv-1"
@@ -52,6 +52,12 @@ def link():
     return sh(HOST, "readlink /root/ml-env")
 
 
+def assert_env_names(gen):
+    """The unit's environment file names generation `gen` (a path under /root/ml-envs)."""
+    env = sh(HOST, "cat /etc/sglang/sglang.env")
+    assert f'SGLANG_DEPLOY_ML_ENV="{Path(gen).name}"' in env
+
+
 def test_1_first_generation_serves():
     STATE["gen1"] = link()
     assert STATE["gen1"].startswith("/root/ml-envs/")
@@ -83,8 +89,7 @@ def test_3_rollout_switches_to_the_second_generation_and_locks_it():
     assert link() == STATE["gen2"]
     assert unit_state(HOST)[0] != pid
     assert ask(ip_of(HOST)) == "OK"
-    env = sh(HOST, "cat /etc/sglang/sglang.env")
-    assert f'SGLANG_DEPLOY_ML_ENV="{Path(STATE["gen2"]).name}"' in env
+    assert_env_names(STATE["gen2"])
     report = LOCKS / HOST / Path(STATE["gen2"]).name / "pip-report.json"
     installed = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
     assert installed["tqdm"] == "4.70.0"
@@ -98,8 +103,7 @@ def test_4_rollback_returns_to_the_first_generation_and_its_unit():
     playbook("playbooks/rollback.yml", SPEC2)
     assert link() == STATE["gen1"]
     assert unit_state(HOST)[0] != pid
-    env = sh(HOST, "cat /etc/sglang/sglang.env")
-    assert f'SGLANG_DEPLOY_ML_ENV="{Path(STATE["gen1"]).name}"' in env
+    assert_env_names(STATE["gen1"])
     assert ask(ip_of(HOST)) == "OK"
 
 
@@ -108,16 +112,15 @@ def test_5_a_new_generation_that_fails_the_gate_is_undone_with_its_unit():
     (speed floor the tiny model cannot meet): the host goes back to the first generation and
     the old unit together, and serves."""
     pid = unit_state(HOST)[0]
-    old_unit = sh(HOST, "cat /etc/systemd/system/sglang.service")
+    old_unit = unit_text(HOST)
     args = dict(local_vars("sglang")["sglang_server_args"], **{"max-total-tokens": 12288})
     rc, out, _ = playbook("deploy.yml", dict(SPEC2, sglang_server_args=args, sglang_verify_min_decode_tps=1000000),
                           expect_rc=None)
     assert rc != 0
     assert "under the gate of" in out and "last-known-good" in out, out[-3000:]
     assert link() == STATE["gen1"], "the host was left on the failed generation"
-    env = sh(HOST, "cat /etc/sglang/sglang.env")
-    assert f'SGLANG_DEPLOY_ML_ENV="{Path(STATE["gen1"]).name}"' in env
-    assert sh(HOST, "cat /etc/systemd/system/sglang.service") == old_unit
+    assert_env_names(STATE["gen1"])
+    assert unit_text(HOST) == old_unit
     assert unit_state(HOST)[0] != pid, "the new generation never ran"
     assert ask(ip_of(HOST)) == "OK"
 
