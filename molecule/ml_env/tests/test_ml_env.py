@@ -147,3 +147,62 @@ def test_7_unchanged_spec_installs_nothing():
     assert recap and "changed=0" in recap[-1], recap
     assert unit_state(HOST)[0] == pid
     figure(f"no-op deploy (ml_env unchanged) took {took:.0f} s")
+
+
+def prune_playbook() -> str:
+    """A playbook that runs only ml_env's prune (no install: reuses the generations there)."""
+    path = Path(tempfile.mkdtemp(prefix="ml-env-prune-")) / "prune.yml"
+    path.write_text(json.dumps([{
+        "name": "Prune the ml_env generations", "hosts": HOST, "gather_facts": False,
+        "tasks": [{"name": "Prune", "ansible.builtin.include_role": {"name": "ml_env", "tasks_from": "prune"}}],
+    }]))
+    return str(path)
+
+
+def finished_generations():
+    return [g for g in sh(HOST, "ls /root/ml-envs").split()
+            if sh(HOST, f"test -f /root/ml-envs/{g}/ml-env-generation.json && echo ok || true")]
+
+
+def test_8_prune_leaves_a_directory_that_is_not_a_generation():
+    """A directory under ml_env_root without ml-env-generation.json survives a prune, although
+    it is the oldest entry and the keep count leaves room for no more than the other finished
+    generations; the active generation and those of the recorded releases stay too."""
+    fake = "/root/ml-envs/not-a-generation"
+    sh(HOST, f"mkdir -p {fake}/models && echo data > {fake}/models/weights && touch -d 2000-01-01 {fake}")
+    try:
+        gens = finished_generations()
+        unprotected = [g for g in gens if f"/root/ml-envs/{g}" not in (STATE["gen1"], STATE["gen2"])]
+        pid = unit_state(HOST)[0]
+        playbook(prune_playbook(), {"ml_env_keep_generations": len(unprotected)})
+        assert sh(HOST, f"cat {fake}/models/weights") == "data"
+        assert finished_generations() == gens, "a generation in use or within the keep count was removed"
+        assert link() == STATE["gen1"]
+        assert unit_state(HOST)[0] == pid
+    finally:
+        sh(HOST, f"rm -rf {fake}")
+
+
+def test_9_a_rollback_to_a_release_whose_generation_is_gone_is_refused():
+    """A recorded release naming a generation that is not on the host: rollback.yml refuses it,
+    names the host, the release, the missing path and the fix, and changes nothing."""
+    releases, fake, missing = "/var/lib/sglang-deploy/releases", "missing-generation-test", "000000000000"
+    fact = sh(HOST, "cat /etc/ansible/facts.d/sglang_release.fact")
+    current = json.loads(fact)["current"]
+    sh(HOST, f"mkdir -p {releases}/{fake} && cp {releases}/{current}/unit {releases}/{current}/env {releases}/{fake}/"
+             f" && sed -i 's/^SGLANG_DEPLOY_ML_ENV=.*/SGLANG_DEPLOY_ML_ENV=\"{missing}\"/' {releases}/{fake}/env")
+    assert missing in sh(HOST, f"cat {releases}/{fake}/env")
+    pid, unit, env = unit_state(HOST)[0], unit_text(HOST), sh(HOST, "cat /etc/sglang/sglang.env")
+    try:
+        rc, out, _ = playbook("playbooks/rollback.yml", {"rollback_target": fake}, expect_rc=None)
+    finally:
+        sh(HOST, f"rm -rf {releases}/{fake}")
+    flat = " ".join(out.split())
+    assert rc != 0
+    assert f"{HOST}: release {fake} runs ml_env generation {missing}" in flat, out[-3000:]
+    assert f"/root/ml-envs/{missing} is missing" in flat and "Fix:" in flat
+    assert link() == STATE["gen1"]
+    assert unit_state(HOST)[0] == pid, "the server was restarted"
+    assert unit_text(HOST) == unit and sh(HOST, "cat /etc/sglang/sglang.env") == env
+    assert sh(HOST, "cat /etc/ansible/facts.d/sglang_release.fact") == fact
+    assert ask(ip_of(HOST)) == "OK"
