@@ -36,12 +36,17 @@ def flat(text):
     return " ".join(text.replace("''", "'").split())
 
 
-@pytest.fixture
-def bad_inventory(tmp_path):
+def production_copy(tmp_path):
+    """A copy of the production inventory under tmp_path, and its Blackwell profile (sglang.yml)."""
     copy = tmp_path / "production"
     shutil.copytree(PRODUCTION, copy)
     with open(copy / "group_vars" / "blackwell" / "sglang.yml", encoding="utf-8") as fh:
-        profile = yaml.safe_load(fh)
+        return copy, yaml.safe_load(fh)
+
+
+@pytest.fixture
+def bad_inventory(tmp_path):
+    copy, profile = production_copy(tmp_path)
     args = dict(profile["sglang_server_args"])
     # the seed's first attempts: SM100-only MoE kernels and a Hopper attention backend
     args["moe-runner-backend"] = "flashinfer_trtllm"
