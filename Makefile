@@ -9,13 +9,14 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick clean
+.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick gate-check clean
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
 	@echo "make demo-down  remove the local container hosts"
 	@echo "make test       everything CI runs (lint, unit tests, Molecule)"
 	@echo "make bench      our benchmark client vs sglang.benchmark.serving (interleaved medians)"
+	@echo "make gate-check the speed gates on the demo hosts: no false failure, a throttled host caught"
 
 # about 20 GiB: wheelhouse 3.1, two ml_env generations of 6.6 each, container layers
 DISK_GIB ?= 20
@@ -77,6 +78,10 @@ bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, int
 
 verify-quick: tools    ## the rollout's quick gate on the demo hosts
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/verify.yml -e sglang_verify_quick=true
+
+GATE_CHECK_RUNS ?= 10
+gate-check: tools      ## verify.yml N times on the unchanged demo hosts (0 gate failures), then one host throttled (caught)
+	$(BIN)/python scripts/gate-check.py --runs $(GATE_CHECK_RUNS)
 
 clean: demo-down
 	rm -rf .cache/facts

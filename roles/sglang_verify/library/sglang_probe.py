@@ -49,6 +49,7 @@ options:
   garbage_min_run: {description: Repeats of one unit that count as garbage., type: int, default: 8}
   bench: {description: "Single stream: {prompt, max_tokens, runs, warmup, garbage_check}.", type: dict, default: {}}
   sweep: {description: "Concurrency sweep: {concurrency, requests_per_level, input_len, output_len, tool (auto|bench_serving|own), python, tokenizer, backend, env, timeout}.", type: dict, default: {}}
+  env_link: {description: "The ML environment link the server runs from (its target names the ml_env generation, which keys the baseline).", type: str, default: ""}
 author: [sglang_deploy]
 """
 
@@ -92,6 +93,13 @@ from ansible.module_utils.sglang_verify_lib import (
     redact_launch_command,
     median,
 )
+
+
+def generation(env_link):
+    """The ml_env generation behind the environment link (its directory name), or None."""
+    if not env_link or not os.path.exists(env_link):
+        return None
+    return os.path.basename(os.path.realpath(env_link))
 
 
 def check_health(client, name, ready_timeout):
@@ -376,6 +384,7 @@ def main():
             garbage_min_run=dict(type="int", default=8),
             bench=dict(type="dict", default={}),
             sweep=dict(type="dict", default={}),
+            env_link=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -388,7 +397,8 @@ def main():
     t_start = time.time()
     client = Client(p["base_url"], p["api_key"], p["request_timeout"])
     checks = set(p["checks"])
-    result = {"base_url": p["base_url"], "checks": sorted(checks), "timings_s": {}}
+    result = {"base_url": p["base_url"], "checks": sorted(checks), "timings_s": {},
+              "generation": generation(p["env_link"])}
     failures = []
 
     def timed(name, fn, *a):

@@ -1,8 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Runs on the controller (delegate_to: localhost): evaluates one host's gates against the
-# inventory's limits and the last accepted result, writes the host's part of the run report
-# and, when the host passed, makes this result the new baseline for its flag set.
+# inventory's limits and the accepted results measured the same way, writes the host's part of
+# the run report and, when the host passed, adds this result to its baseline.
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,9 +13,14 @@ DOCUMENTATION = r"""
 module: sglang_verify_gate
 short_description: Evaluate an SGLang host's verification gates on the controller
 description:
-  - Reads the last accepted result of the host for the same flag set
-    (C(<report_dir>/<host>/baseline-<flaghash>.json)), evaluates the gates, writes
-    C(<report_dir>/<run_id>/hosts/<host>.json) and, when the host passed, the new baseline.
+  - Reads the accepted results of the host measured the same way
+    (C(<report_dir>/<host>/baseline-<key>.json); the key is the flag set, the ml_env generation
+    and the benchmark protocol), evaluates the gates, writes
+    C(<report_dir>/<run_id>/hosts/<host>.json) and, when the host passed, adds the result to the
+    baseline.
+  - The regression gates apply once C(min_samples) accepted results exist for the key; the
+    reference is their median, the tolerance the ratio's share widened by C(spread_k) robust
+    standard deviations of them (at most twice the ratio's share).
   - Never fails itself on a finding; it returns C(passed) and C(failures) for the role to act on.
   - In check mode the gates are evaluated and nothing is written.
 options:
@@ -25,10 +30,13 @@ options:
   mode: {description: gate (quick) or full., type: str, default: full}
   result: {description: The sglang_probe module's result., type: dict, required: true}
   failures: {description: The sglang_probe module's failures., type: list, elements: str, default: []}
-  expected_args: {description: The inventory flags (hashed to key the baseline)., type: dict, default: {}}
-  gates: {description: "min_decode_tps, max_ttft_ms, regression_ratio, ttft_regression_ratio, fail_on_drift, fail_on_extra_flags.", type: dict, default: {}}
-  update_baseline: {description: Make a passing result the new baseline., type: bool, default: true}
-  baseline_window: {description: "The baseline figure is the median of the last N accepted results (1 = the last one only).", type: int, default: 3}
+  expected_args: {description: The inventory flags (hashed into the baseline key)., type: dict, default: {}}
+  bench: {description: "The single-stream protocol: prompt, max_tokens, runs, warmup.", type: dict, default: {}}
+  isolated: {description: Whether the timed part ran while no other host of the run was measured., type: bool, default: false}
+  gates: {description: "min_decode_tps, max_ttft_ms, regression_ratio, ttft_regression_ratio, min_samples, spread_k, fail_on_drift, fail_on_extra_flags.", type: dict, default: {}}
+  update_baseline: {description: Add a passing result to the baseline., type: bool, default: true}
+  baseline_window: {description: The baseline keeps the last N accepted results of its key., type: int, default: 10}
+  reset_baseline: {description: "true, or a list of host names: set this host's baseline for the current key aside (renamed, not deleted) before the gates.", type: raw, default: false}
   context: {description: Extra facts stored with the result (versions, profile)., type: dict, default: {}}
 author: [sglang_deploy]
 """
@@ -38,33 +46,29 @@ passed: {description: Whether every gate passed., returned: always, type: bool}
 failures: {description: Why the host failed, output quoted., returned: always, type: list, elements: str}
 lines: {description: Short console table., returned: always, type: list, elements: str}
 baseline: {description: The baseline compared against, if any., returned: always, type: dict}
-baseline_updated: {description: Whether this result became the baseline., returned: always, type: bool}
+baseline_key: {description: Key of the baseline (flag set, generation, protocol)., returned: always, type: str}
+baseline_updated: {description: Whether this result was added to the baseline., returned: always, type: bool}
+baseline_reset: {description: Path the forgotten baseline was renamed to, if any., returned: always, type: str}
 host_report: {description: Path of the host's report file., returned: always, type: str}
 """
 
 import datetime
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.sglang_verify_lib import (
-    SECRET_FLAGS,
-    console_lines,
-    evaluate_gates,
-    flag_hash,
-    next_baseline,
+from ansible.module_utils.sglang_verify_baseline import (
+    accept,
+    baseline_key,
+    baseline_path,
+    protocol,
+    regression_gates,
+    summarize,
+    wants_reset,
 )
+from ansible.module_utils.sglang_verify_lib import SECRET_FLAGS, console_lines, evaluate_gates, flag_hash
+from ansible.module_utils.sglang_verify_store import read_json, write_json
 
-
-def _write_json(path, data):
-    d = os.path.dirname(path)
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True, default=str)
-        fh.write("\n")
-    os.replace(tmp, path)
+RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
 
 
 def main():
@@ -77,26 +81,40 @@ def main():
             result=dict(type="dict", required=True),
             failures=dict(type="list", elements="str", default=[]),
             expected_args=dict(type="dict", default={}),
+            bench=dict(type="dict", default={}),
+            isolated=dict(type="bool", default=False),
             gates=dict(type="dict", default={}),
             update_baseline=dict(type="bool", default=True),
-            baseline_window=dict(type="int", default=3),
+            baseline_window=dict(type="int", default=10),
+            reset_baseline=dict(type="raw", default=False),
             context=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    fh_ = flag_hash(p["expected_args"])
-    base_path = os.path.join(p["report_dir"], p["host"], "baseline-%s.json" % fh_)
-    baseline = None
-    if os.path.exists(base_path):
-        try:
-            with open(base_path) as fh:
-                baseline = json.load(fh)
-        except ValueError:
-            baseline = None
     result = dict(p["result"])
     result["failures"] = list(p["failures"])
-    passed, failures, rows = evaluate_gates(result, p["gates"], baseline)
+    fh_ = flag_hash(p["expected_args"])
+    proto = protocol(p["mode"], p["bench"], p["isolated"])
+    generation = result.get("generation")
+    key = baseline_key(fh_, generation, proto)
+    base_path = baseline_path(p["report_dir"], p["host"], key)
+    baseline = read_json(base_path)
+    if baseline is not None and not isinstance(baseline.get("accepted"), list):
+        baseline = None  # a file of an older layout: start collecting again
+    reset_to = ""
+    if baseline is not None and wants_reset(p["reset_baseline"], p["host"]):
+        reset_to = "%s.reset-%s" % (base_path, p["run_id"])
+        if not module.check_mode:
+            os.replace(base_path, reset_to)
+        baseline = None
+    passed, failures, rows = evaluate_gates(result, p["gates"])
+    if result.get("single_stream") is not None:
+        reg_rows, reg_failures = regression_gates(result["single_stream"], baseline, p["gates"],
+                                                  RESET_HINT % p["host"])
+        rows += reg_rows
+        failures += reg_failures
+        passed = passed and not reg_failures
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     flags = dict((k, "<redacted>" if k in SECRET_FLAGS else v) for k, v in p["expected_args"].items())
     host_report = {
@@ -105,6 +123,9 @@ def main():
         "time": now,
         "mode": p["mode"],
         "flag_hash": fh_,
+        "generation": generation,
+        "protocol": proto,
+        "baseline_key": key,
         "flags": flags,
         "context": p["context"],
         "passed": passed,
@@ -112,27 +133,32 @@ def main():
         "gates": p["gates"],
         "gate_rows": rows,
         "baseline": baseline,
+        "baseline_stats": {"decode_tps": summarize(baseline, "decode_tps"), "ttft_ms": summarize(baseline, "ttft_ms")},
         "result": result,
     }
     host_path = os.path.join(p["report_dir"], p["run_id"], "hosts", "%s.json" % p["host"])
     updated = False
     single = result.get("single_stream") or {}
     if not module.check_mode:
-        _write_json(host_path, host_report)
+        write_json(host_path, host_report)
         if passed and p["update_baseline"] and single.get("decode_tps"):
-            _write_json(base_path, next_baseline(baseline, {
-                "run_id": p["run_id"], "time": now, "mode": p["mode"],
+            write_json(base_path, accept(baseline, {
+                "run_id": p["run_id"], "time": now,
                 "decode_tps": single.get("decode_tps"), "ttft_ms": single.get("ttft_ms"),
                 "itl_ms_p50": single.get("itl_ms_p50"),
                 "version": (result.get("server") or {}).get("version"),
-            }, p["baseline_window"], {"host": p["host"], "flag_hash": fh_, "flags": flags}))
+            }, p["baseline_window"], {"host": p["host"], "key": key, "flag_hash": fh_, "generation": generation,
+                                      "protocol": proto, "flags": flags}))
             updated = True
     lines = console_lines(p["host"], result, {"passed": passed, "failures": failures, "rows": rows})
-    if baseline:
-        lines.insert(5, "%-28s %s tok/s, %s ms (run %s)" % (
-            "last accepted", baseline.get("decode_tps"), baseline.get("ttft_ms"), baseline.get("run_id")))
+    stats = host_report["baseline_stats"]["decode_tps"]
+    lines.insert(5, "%-28s %s" % ("baseline (same protocol)", (
+        "median %s tok/s of %d accepted runs (min %s, max %s)" % (stats["median"], stats["n"], stats["min"], stats["max"])
+        if stats else "none yet: collecting (regression gates apply from %s accepted runs)" % (
+            p["gates"].get("min_samples") or 3))))
     module.exit_json(changed=False, passed=passed, failures=failures, lines=lines, baseline=baseline or {},
-                     baseline_updated=updated, host_report=host_path, flag_hash=fh_)
+                     baseline_key=key, baseline_updated=updated, baseline_reset=reset_to,
+                     host_report=host_path, flag_hash=fh_)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_verify_lib import history_record, render_summary_md
+from ansible.module_utils.sglang_verify_store import read_json, write_json, write_text
 
 
 def main():
@@ -52,9 +53,9 @@ def main():
     run_dir = os.path.join(p["report_dir"], p["run_id"])
     hosts = {}
     for path in sorted(glob.glob(os.path.join(run_dir, "hosts", "*.json"))):
-        with open(path) as fh:
-            rec = json.load(fh)
-        hosts[rec["host"]] = rec
+        rec = read_json(path)
+        if rec is not None:
+            hosts[rec["host"]] = rec
     report = {
         "run_id": p["run_id"],
         "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -68,15 +69,10 @@ def main():
     }
     appended = 0
     if not module.check_mode and hosts:
-        with open(paths["report"] + ".tmp", "w") as fh:
-            json.dump(report, fh, indent=1, sort_keys=True, default=str)
-            fh.write("\n")
-        os.replace(paths["report"] + ".tmp", paths["report"])
+        write_json(paths["report"], report)
         md = render_summary_md(report)
         for target in (paths["summary"], os.path.join(p["report_dir"], "latest.md")):
-            with open(target + ".tmp", "w") as fh:
-                fh.write(md)
-            os.replace(target + ".tmp", target)
+            write_text(target, md)
         seen = set()
         if os.path.exists(paths["history"]):
             with open(paths["history"]) as fh:

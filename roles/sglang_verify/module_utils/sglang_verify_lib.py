@@ -620,17 +620,17 @@ def parse_prometheus_value(text, name):
 # --------------------------------------------------------------------------------------------
 # Gates
 # --------------------------------------------------------------------------------------------
-def evaluate_gates(result, gates, baseline=None):
-    """Decide whether a host passes.
+def evaluate_gates(result, gates):
+    """Decide whether a host passes on correctness and on the absolute floors.
 
     result: the probe module's `result`. gates: dict with min_decode_tps, max_ttft_ms,
-    regression_ratio, ttft_regression_ratio, fail_on_drift, fail_on_extra_flags.
-    baseline: the last accepted single-stream figures for this host and flag set, or None.
+    fail_on_drift, fail_on_extra_flags (other keys are ignored here; the regression gates
+    against accepted results are sglang_verify_baseline's).
     Returns (passed, failures[list of str], rows[list of dicts for the table]).
     """
     failures = list(result.get("failures") or [])
     rows = []
-    gates = dict((k, _num(v) if k.endswith(("_tps", "_ms", "_ratio")) else _bool(v))
+    gates = dict((k, _num(v) if k.endswith(("_tps", "_ms", "_ratio", "_samples", "_k")) else _bool(v))
                  for k, v in (gates or {}).items())
     single = result.get("single_stream") or {}
     tps = single.get("decode_tps")
@@ -665,25 +665,6 @@ def evaluate_gates(result, gates, baseline=None):
             row("TTFT <= max", ttft, float(mx), ok, "ms")
             if not ok:
                 failures.append("median TTFT %s ms is over the gate of %s ms" % (ttft, mx))
-        ratio = gates.get("regression_ratio")
-        base_tps = (baseline or {}).get("decode_tps")
-        if ratio is not None and base_tps:
-            limit = round(float(ratio) * float(base_tps), 2)
-            ok = tps is not None and tps >= limit
-            row("decode tok/s >= %g x baseline" % float(ratio), tps, limit, ok, "tok/s")
-            if not ok:
-                failures.append(
-                    "single-stream decode %s tok/s is below %g x the last accepted %s tok/s (%s, run %s)" % (
-                        tps, float(ratio), base_tps, limit, (baseline or {}).get("run_id")))
-        tratio = gates.get("ttft_regression_ratio")
-        base_ttft = (baseline or {}).get("ttft_ms")
-        if tratio is not None and base_ttft:
-            limit = round(float(base_ttft) / float(tratio), 3)
-            ok = ttft is not None and ttft <= limit
-            row("TTFT <= baseline / %g" % float(tratio), ttft, limit, ok, "ms")
-            if not ok:
-                failures.append("median TTFT %s ms is over the last accepted %s ms / %g (%s ms)" % (
-                    ttft, base_ttft, float(tratio), limit))
     return (not failures), failures, rows
 
 
@@ -698,26 +679,6 @@ def _num(v):
     if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none", "null")):
         return None
     return float(v)
-
-
-def next_baseline(previous, accepted, window, identity):
-    """The baseline after a passing run: the last `window` accepted results, and as the
-    reference figures their medians (window 1 = the last accepted result only). A median of a
-    few damps one lucky or unlucky run on a noisy machine."""
-    window = max(int(window or 1), 1)
-    recent = list((previous or {}).get("recent") or [])
-    if previous and not recent and previous.get("decode_tps"):
-        recent = [dict((k, previous.get(k)) for k in ("run_id", "time", "decode_tps", "ttft_ms"))]
-    recent = (recent + [dict((k, accepted.get(k)) for k in ("run_id", "time", "decode_tps", "ttft_ms"))])[-window:]
-    out = dict(identity)
-    out.update(accepted)
-    out["last_decode_tps"] = accepted.get("decode_tps")
-    out["last_ttft_ms"] = accepted.get("ttft_ms")
-    out["decode_tps"] = _round(median([r["decode_tps"] for r in recent]), 2)
-    out["ttft_ms"] = _round(median([r["ttft_ms"] for r in recent]), 3)
-    out["window"] = window
-    out["recent"] = recent
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -744,9 +705,13 @@ def console_lines(host, result, gate):
         lines.append("%-28s %r -> %r%s" % ("  answer", _clip(pr.get("prompt"), 40), _clip(pr.get("output"), 60),
                                            "" if pr.get("ok") else "  (FAIL)"))
     lines += [
-        "%-28s %s tok/s (runs %s)" % ("single-stream decode", _fmt(s.get("decode_tps")),
-                                      s.get("decode_tps_runs")),
-        "%-28s %s ms" % ("median TTFT", _fmt(s.get("ttft_ms"))),
+        "%-28s %s tok/s, median of %s runs (min %s, max %s; runs %s)" % (
+            "single-stream decode", _fmt(s.get("decode_tps")), len(s.get("decode_tps_runs") or []),
+            _fmt(_spread(s.get("decode_tps_runs"), min)), _fmt(_spread(s.get("decode_tps_runs"), max)),
+            s.get("decode_tps_runs")),
+        "%-28s %s ms (min %s, max %s)" % ("median TTFT", _fmt(s.get("ttft_ms")),
+                                          _fmt(_spread(s.get("ttft_ms_runs"), min)),
+                                          _fmt(_spread(s.get("ttft_ms_runs"), max))),
         "%-28s %s / %s / %s ms" % ("ITL p50/p90/p99 (per token)", _fmt(s.get("itl_ms_p50"), 2),
                                    _fmt(s.get("itl_ms_p90"), 2), _fmt(s.get("itl_ms_p99"), 2)),
     ]
@@ -763,11 +728,17 @@ def console_lines(host, result, gate):
     if spec:
         lines.append("%-28s %s" % ("spec accept length", _fmt(spec, 2)))
     for r in gate.get("rows") or []:
-        lines.append("%-28s %s %s (limit %s) %s" % (
-            "gate " + r["gate"], _fmt(r["value"]), r["unit"], _fmt(r["limit"]), "ok" if r["ok"] else "FAIL"))
+        lines.append("%-28s %s %s (limit %s) %s%s" % (
+            "gate " + r["gate"], _fmt(r["value"]), r["unit"], _fmt(r["limit"]), "ok" if r["ok"] else "FAIL",
+            "; " + r["note"] if r.get("note") else ""))
     for f in gate.get("failures") or []:
         lines.append("FAIL: " + f)
     return lines
+
+
+def _spread(values, pick):
+    vals = [v for v in values or [] if v is not None]
+    return pick(vals) if vals else None
 
 
 def _clip(text, n):
@@ -787,8 +758,8 @@ def _probe_line(result):
 def render_summary_md(report):
     """Markdown summary of one run (all hosts verified so far in it)."""
     out = ["# SGLang verification %s" % report.get("run_id"), ""]
-    out.append("| host | verdict | sglang | flags | probes | decode tok/s | TTFT ms | ITL p50/p90/p99 ms "
-               "| sweep tok/s (concurrency) | spec accept | baseline tok/s |")
+    out.append("| host | verdict | sglang | flags | probes | decode tok/s (min-max) | TTFT ms | ITL p50/p90/p99 ms "
+               "| sweep tok/s (concurrency) | spec accept | baseline tok/s (n) |")
     out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for host in sorted(report.get("hosts") or {}):
         h = report["hosts"][host]
@@ -797,12 +768,15 @@ def render_summary_md(report):
         sweep = res.get("sweep") or {}
         sw = ", ".join("%s (%s)" % (_fmt(lv.get("output_throughput")), lv.get("concurrency"))
                        for lv in sweep.get("levels") or []) or "-"
-        base = (h.get("baseline") or {}).get("decode_tps")
+        bstats = (h.get("baseline_stats") or {}).get("decode_tps") or {}
+        base = "%s (%s)" % (_fmt(bstats.get("median")), bstats.get("n")) if bstats else "collecting"
+        tps = "%s (%s-%s)" % (_fmt(s.get("decode_tps")), _fmt(_spread(s.get("decode_tps_runs"), min)),
+                              _fmt(_spread(s.get("decode_tps_runs"), max)))
         out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s / %s / %s | %s | %s | %s |" % (
             host, "PASS" if h.get("passed") else "**FAIL**", (res.get("server") or {}).get("version"),
-            h.get("flag_hash"), _probe_line(res), _fmt(s.get("decode_tps")), _fmt(s.get("ttft_ms")),
+            h.get("flag_hash"), _probe_line(res), tps, _fmt(s.get("ttft_ms")),
             _fmt(s.get("itl_ms_p50"), 2), _fmt(s.get("itl_ms_p90"), 2), _fmt(s.get("itl_ms_p99"), 2),
-            sw, _fmt((res.get("server") or {}).get("spec_accept_length"), 2), _fmt(base)))
+            sw, _fmt((res.get("server") or {}).get("spec_accept_length"), 2), base))
     out.append("")
     for host in sorted(report.get("hosts") or {}):
         h = report["hosts"][host]

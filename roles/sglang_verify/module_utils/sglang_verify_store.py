@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Controller side only: report and baseline files written so that several hosts of one run,
+# written by parallel workers, never collide (each write goes to its own temporary file in the
+# target directory and is renamed over the target; directories are created race-free).
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import tempfile
+
+
+def write_text(path, text):
+    """Atomically replace `path` with `text`, creating its directory if needed."""
+    d = os.path.dirname(path) or "."
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path, data):
+    write_text(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def read_json(path):
+    """The parsed file, or None when it is missing or not JSON."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,184 @@
+"""The regression gates of roles/sglang_verify: which accepted results a figure is compared
+with (module_utils/sglang_verify_baseline.py), the gate module end to end on a temporary report
+directory (library/sglang_verify_gate.py), and report files written by many hosts at once
+(module_utils/sglang_verify_store.py)."""
+import glob
+import importlib.util
+import json
+import multiprocessing
+import os
+
+import pytest
+from ansible.module_utils import sglang_verify_baseline as bl
+from ansible.module_utils import sglang_verify_store as store
+from ansible.module_utils.testing import patch_module_args
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = {"prompt": "Tell me a story.", "max_tokens": 256, "runs": 5, "warmup": 1}
+GATES = {"regression_ratio": 0.6, "ttft_regression_ratio": None, "min_samples": 3, "spread_k": 3}
+
+
+def _baseline(*tps, ttft=20.0):
+    return {"accepted": [{"run_id": "R%d" % i, "decode_tps": v, "ttft_ms": ttft} for i, v in enumerate(tps)]}
+
+
+def _gate(tps, baseline, gates=None, ttft=20.0):
+    return bl.regression_gates({"decode_tps": tps, "ttft_ms": ttft}, baseline, dict(GATES, **(gates or {})),
+                               "RESET-HINT")
+
+
+# ---------------------------------------------------------------- keys: like with like
+def test_key_changes_with_protocol_flags_and_generation():
+    p_gate = bl.protocol("gate", BENCH, True)
+    p_full = bl.protocol("full", BENCH, True)
+    key = bl.baseline_key("flags1", "gen1", p_gate)
+    assert key == bl.baseline_key("flags1", "gen1", bl.protocol("gate", dict(BENCH), True))
+    others = [
+        bl.baseline_key("flags1", "gen1", p_full),                                            # mode
+        bl.baseline_key("flags1", "gen1", bl.protocol("gate", dict(BENCH, max_tokens=128), True)),  # length
+        bl.baseline_key("flags1", "gen1", bl.protocol("gate", dict(BENCH, prompt="x"), True)),    # prompt
+        bl.baseline_key("flags1", "gen1", bl.protocol("gate", dict(BENCH, runs=3), True)),        # runs
+        bl.baseline_key("flags1", "gen1", bl.protocol("gate", BENCH, False)),                     # alone or not
+        bl.baseline_key("flags2", "gen1", p_gate),                                            # flag change
+        bl.baseline_key("flags1", "gen2", p_gate),                                            # generation
+    ]
+    assert key not in others and len(set(others)) == len(others)
+
+
+# ---------------------------------------------------------------- too few samples
+@pytest.mark.parametrize("accepted", [(), (490.0,), (490.0, 500.0)])
+def test_no_regression_gate_before_min_samples(accepted):
+    rows, fails = _gate(10.0, _baseline(*accepted) if accepted else None)
+    assert fails == []
+    assert rows[0]["ok"] and rows[0]["limit"] is None
+    assert "collecting: %d of 3" % len(accepted) in rows[0]["note"]
+
+
+def test_regression_gate_applies_from_min_samples_and_catches_a_collapse():
+    rows, fails = _gate(142.0, _baseline(480.0, 490.0, 500.0))
+    assert len(fails) == 1 and not rows[0]["ok"]
+    assert "single-stream decode 142.0 tok/s is below the regression limit of 294.0 tok/s" in fails[0]
+    assert "median 490.0 tok/s of 3 accepted runs" in fails[0] and "R0, R1, R2" in fails[0]
+    assert "RESET-HINT" in fails[0]
+    assert not _gate(300.0, _baseline(480.0, 490.0, 500.0))[1]
+
+
+# ---------------------------------------------------------------- outliers and spread
+def test_one_lucky_outlier_neither_becomes_nor_moves_the_baseline():
+    # the issue's case: one quick-gate run of 488 among figures of ~290
+    rows, fails = _gate(282.3, _baseline(290.0, 295.0, 488.0))
+    assert fails == [] and rows[0]["limit"] < 282.3
+    stats = bl.summarize(_baseline(290.0, 295.0, 488.0), "decode_tps")
+    assert stats["median"] == 295.0 and stats["max"] == 488.0
+    # a lucky outlier added to a steady baseline moves the median by one rank only
+    assert bl.summarize(_baseline(290.0, 292.0, 294.0, 296.0, 900.0), "decode_tps")["median"] == 294.0
+
+
+def test_spread_widens_the_tolerance_but_only_up_to_twice_the_ratio():
+    steady = _baseline(100.0, 100.0, 100.0, 100.0, 100.0)
+    noisy = _baseline(70.0, 85.0, 100.0, 115.0, 130.0)  # sigma = 1.4826 * 15 = 22.2
+    ratio = {"regression_ratio": 0.9}
+    assert _gate(89.0, steady, ratio)[0][0]["limit"] == 90.0            # the ratio alone: 10 %
+    assert not _gate(89.0, steady, ratio)[0][0]["ok"]
+    assert _gate(89.0, noisy, ratio)[0][0]["ok"]                         # widened by the spread
+    assert _gate(89.0, noisy, ratio)[0][0]["limit"] == 80.0              # capped at 2 x 10 %
+    assert not _gate(79.0, noisy, ratio)[0][0]["ok"]                     # a real drop still fails
+
+
+def test_ttft_regression_gate_uses_the_same_baseline():
+    base = _baseline(100.0, 100.0, 100.0, ttft=20.0)
+    rows, fails = _gate(100.0, base, {"ttft_regression_ratio": 0.5}, ttft=39.0)
+    assert not fails and rows[-1]["limit"] == 40.0
+    rows, fails = _gate(100.0, base, {"ttft_regression_ratio": 0.5}, ttft=41.0)
+    assert "median TTFT 41.0 ms is above the regression limit of 40.0 ms" in fails[0]
+
+
+def test_accept_keeps_a_window():
+    b = None
+    for i in range(12):
+        b = bl.accept(b, {"run_id": str(i), "decode_tps": float(i)}, 10, {"key": "k"})
+    assert [r["run_id"] for r in b["accepted"]] == [str(i) for i in range(2, 12)] and b["key"] == "k"
+
+
+@pytest.mark.parametrize("value,host,want", [
+    (True, "h1", True), (False, "h1", False), ("true", "h1", True), ("false", "h1", False),
+    (["h1", "h2"], "h1", True), (["h2"], "h1", False), ("h1,h2", "h2", True), ("h3", "h2", False)])
+def test_reset_switch(value, host, want):
+    assert bl.wants_reset(value, host) is want
+
+
+# ---------------------------------------------------------------- the gate module end to end
+_spec = importlib.util.spec_from_file_location(
+    "sglang_verify_gate", os.path.join(ROOT, "roles", "sglang_verify", "library", "sglang_verify_gate.py"))
+gate_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gate_module)
+
+
+def _run_gate(report_dir, run_id, tps, **extra):
+    args = {"host": "h1", "run_id": run_id, "report_dir": str(report_dir), "mode": "full",
+            "result": {"generation": "gen1", "single_stream": {"decode_tps": tps, "ttft_ms": 20.0,
+                                                               "decode_tps_runs": [tps] * 5}},
+            "expected_args": {"model-path": "/m", "api-key": "secret"}, "bench": BENCH, "isolated": True,
+            "gates": {"min_decode_tps": 30, "regression_ratio": 0.6, "min_samples": 3, "spread_k": 3}}
+    args.update(extra)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            gate_module.main()
+
+
+def _last_output(capsys):
+    return json.loads(capsys.readouterr().out)
+
+
+def test_gate_module_collects_then_gates_then_resets(tmp_path, capsys):
+    for i, tps in enumerate((480.0, 500.0, 490.0)):
+        _run_gate(tmp_path, "R%d" % i, tps)
+        out = _last_output(capsys)
+        assert out["passed"] and out["baseline_updated"]
+    _run_gate(tmp_path, "R3", 142.0)
+    out = _last_output(capsys)
+    assert not out["passed"] and not out["baseline_updated"]
+    assert "below the regression limit of 294.0 tok/s" in out["failures"][0]
+    assert "-l h1 -e sglang_verify_reset_baseline=true" in out["failures"][0]
+    # a failure does not move the baseline
+    base = store.read_json(glob.glob(str(tmp_path / "h1" / "baseline-*.json"))[0])
+    assert [r["decode_tps"] for r in base["accepted"]] == [480.0, 500.0, 490.0]
+    assert base["flags"]["api-key"] == "<redacted>"
+    # the reset sets the baseline aside (nothing deleted) and the figure starts a new one
+    _run_gate(tmp_path, "R4", 142.0, reset_baseline=True)
+    out = _last_output(capsys)
+    assert out["passed"] and out["baseline_reset"].endswith(".reset-R4") and os.path.exists(out["baseline_reset"])
+    base = store.read_json(glob.glob(str(tmp_path / "h1" / "baseline-*.json"))[0])
+    assert [r["decode_tps"] for r in base["accepted"]] == [142.0]
+
+
+def test_gate_module_other_protocol_or_flags_start_their_own_baseline(tmp_path, capsys):
+    for i, tps in enumerate((480.0, 500.0, 490.0)):
+        _run_gate(tmp_path, "R%d" % i, tps)
+    capsys.readouterr()
+    # the same collapse measured by the quick gate, or with other flags, is not compared with them
+    _run_gate(tmp_path, "R3", 142.0, mode="gate")
+    assert _last_output(capsys)["passed"]
+    _run_gate(tmp_path, "R4", 142.0, expected_args={"model-path": "/m", "tp-size": 2})
+    assert _last_output(capsys)["passed"]
+    _run_gate(tmp_path, "R5", 142.0, result={"generation": "gen2", "single_stream": {"decode_tps": 142.0}})
+    assert _last_output(capsys)["passed"]
+    assert len(glob.glob(str(tmp_path / "h1" / "baseline-*.json"))) == 4
+
+
+# ---------------------------------------------------------------- many hosts, one run
+def _write_host(args):
+    report_dir, run_id, host = args
+    store.write_json(os.path.join(report_dir, run_id, "hosts", "%s.json" % host), {"host": host})
+    return host
+
+
+def test_hosts_of_one_run_write_their_reports_at_once(tmp_path):
+    hosts = ["host-%02d" % i for i in range(16)]
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(16) as pool:
+        for round_ in range(10):
+            run_id = "RUN%d" % round_
+            assert sorted(pool.map(_write_host, [(str(tmp_path), run_id, h) for h in hosts])) == hosts
+            written = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / run_id / "hosts" / "*")))
+            assert written == ["%s.json" % h for h in hosts]  # no temporary file left behind
