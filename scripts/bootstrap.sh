@@ -17,3 +17,12 @@ else
   echo "bootstrap: .venv up to date"
 fi
 PY=$VENV/bin/python "$ROOT/scripts/collections.sh"
+# promtool, from Debian's prometheus package: the monitoring role validates its files with it and
+# its tests run it (tests/unit/test_sglang_monitoring_*.py fail without it). Where systemd runs,
+# the package also starts a local prometheus service (port 9090).
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "bootstrap: installing prometheus (promtool) from Debian"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends prometheus >/dev/null
+fi

@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright: sglang_deploy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter of the sglang_monitoring role: the Prometheus configuration for the SGLang fleet.
+
+sglang_monitoring_prometheus_config(hosts, options) -> {global, alerting, rule_files,
+scrape_configs}, where `hosts` is the output of sglang_monitoring_hosts
+(filter_plugins/sglang_monitoring_hosts.py). Jobs: `sglang` (each host's /metrics), `sglang-router`
+(each router's Prometheus port), `node` (node exporters, 9100), `dcgm` (NVIDIA DCGM exporters,
+9400), `prometheus` (itself, when it is installed by the role), then the operator's own.
+
+Pure function (unit tests: tests/unit/test_sglang_monitoring_config.py).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+try:
+    from urllib.parse import urlsplit
+except ImportError:  # pragma: no cover - Python 2
+    from urlparse import urlsplit
+
+__metaclass__ = type
+
+try:
+    from ansible.errors import AnsibleFilterError
+except ImportError:  # pragma: no cover - only outside Ansible
+    AnsibleFilterError = ValueError
+
+JOB_SGLANG = "sglang"
+JOB_ROUTER = "sglang-router"
+JOB_NODE = "node"
+JOB_DCGM = "dcgm"
+
+
+def _hostport(host, port):
+    host = str(host)
+    if ":" in host and not host.startswith("["):
+        host = "[%s]" % host  # IPv6 literal
+    return "%s:%s" % (host, port)
+
+
+def _static(target, labels):
+    return {"targets": [target], "labels": {k: str(v) for k, v in sorted(labels.items()) if v not in (None, "")}}
+
+
+def sglang_job(hosts, metrics_path):
+    """One static target per SGLang host, labelled with its name, flag set, generation and model."""
+    return {
+        "job_name": JOB_SGLANG,
+        "metrics_path": metrics_path,
+        "static_configs": [
+            _static(_hostport(h["address"], h["port"]),
+                    {"host": h["host"], "flag_hash": h["flag_hash"],
+                     "ml_env_generation": h.get("ml_env_generation"), "model": h.get("model")})
+            for h in hosts],
+    }
+
+
+def router_target(url, metrics_port, overrides):
+    """The router's Prometheus endpoint: an explicit `overrides[url]`, else the URL's host on
+    metrics_port (sglang-router serves /metrics on --prometheus-port, not on its API port)."""
+    if url in (overrides or {}):
+        return str(overrides[url])
+    host = urlsplit(url).hostname
+    if not host:
+        raise AnsibleFilterError("sglang_router_url %r has no host name: write it as http://HOST:PORT" % url)
+    return _hostport(host, metrics_port)
+
+
+def router_job(hosts, metrics_port, overrides):
+    urls = sorted({h["router_url"] for h in hosts if h.get("router_url")})
+    if not urls:
+        return None
+    return {
+        "job_name": JOB_ROUTER,
+        "static_configs": [_static(router_target(u, metrics_port, overrides), {"router": u}) for u in urls],
+    }
+
+
+def _extra_static(entries, default_port):
+    """Extra targets: "host:port" strings or {target, host} mappings."""
+    out = []
+    for entry in entries or []:
+        if isinstance(entry, dict):
+            target = str(entry.get("target") or "")
+            label = entry.get("host") or target.rsplit(":", 1)[0]
+        else:
+            target, label = str(entry), str(entry).rsplit(":", 1)[0]
+        if not target:
+            raise AnsibleFilterError("an extra target needs `target` (HOST:PORT): %r" % (entry,))
+        if ":" not in target.rsplit("]", 1)[-1]:
+            target = _hostport(target, default_port)
+        out.append(_static(target, {"host": label}))
+    return out
+
+
+def exporter_job(job, hosts, flag, port, extra):
+    statics = [_static(_hostport(h["address"], port), {"host": h["host"]}) for h in hosts if h.get(flag)]
+    statics += _extra_static(extra, port)
+    if not statics:
+        return None
+    return {"job_name": job, "static_configs": statics}
+
+
+def prometheus_config(hosts, options=None):
+    """sglang_monitoring_prometheus_config: the whole configuration as a mapping."""
+    o = dict(options or {})
+    hosts = list(hosts or [])
+    jobs = [sglang_job(hosts, o.get("metrics_path") or "/metrics") if hosts else None,
+            router_job(hosts, o.get("router_metrics_port") or 29000, o.get("router_metrics_targets")),
+            exporter_job(JOB_NODE, hosts, "node_exporter", o.get("node_exporter_port") or 9100,
+                         o.get("node_exporter_targets")),
+            exporter_job(JOB_DCGM, hosts, "dcgm", o.get("dcgm_port") or 9400, o.get("dcgm_targets"))]
+    if o.get("self_target"):
+        jobs.append({"job_name": "prometheus", "static_configs": [{"targets": [str(o["self_target"])]}]})
+    config = {
+        "global": {"scrape_interval": o.get("scrape_interval") or "15s",
+                   "evaluation_interval": o.get("evaluation_interval") or "15s"},
+        "scrape_configs": [j for j in jobs if j] + list(o.get("extra_scrape_configs") or []),
+    }
+    if o.get("rule_files"):
+        config["rule_files"] = list(o["rule_files"])
+    if o.get("alertmanagers"):
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": list(o["alertmanagers"])}]}]}
+    return config
+
+
+class FilterModule(object):
+    """sglang_monitoring configuration filter."""
+
+    def filters(self):
+        return {"sglang_monitoring_prometheus_config": prometheus_config}

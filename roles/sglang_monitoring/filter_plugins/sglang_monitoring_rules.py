@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright: sglang_deploy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter of the sglang_monitoring role: Prometheus alert rules from the inventory's own gates.
+
+sglang_monitoring_alert_rules(hosts, options) -> {"groups": [...]}, where `hosts` is the output
+of sglang_monitoring_hosts. A threshold that differs between hosts gives one rule per distinct
+value, matching its hosts by the `host` label; a host whose threshold is unknown or off gets no
+such rule. Metric names are those of SGLang 0.5.23's /metrics and sglang-router 0.3.2's
+Prometheus port, as recorded in tests/fixtures (tests/unit/test_sglang_monitoring_names.py
+checks every name); why each rule reads what it reads: docs/monitoring.md.
+
+Pure function (promtool tests: tests/prometheus/, run by tests/unit/test_sglang_monitoring_rules.py).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+SG = 'job="sglang"'
+RT = 'job="sglang-router"'
+BY = "host, instance"
+_REGEX_SPECIAL = set("\\.+*?()|[]{}^$")
+
+
+def _q(text):
+    """A PromQL double-quoted string's content."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def host_matcher(names):
+    names = sorted(names)
+    if len(names) == 1:
+        return 'host="%s"' % _q(names[0])
+    escaped = ["".join("\\" + c if c in _REGEX_SPECIAL else c for c in n) for n in names]
+    return 'host=~"%s"' % _q("|".join(escaped))
+
+
+def buckets(hosts, key):
+    """[(value, [host names])] for the hosts whose `key` is set, sorted by value."""
+    found = {}
+    for h in hosts:
+        if h.get(key) is not None:
+            found.setdefault(h[key], []).append(h["host"])
+    return sorted(found.items())
+
+
+def _num(value):
+    return ("%.6g" % value) if isinstance(value, float) else str(value)
+
+
+def rule(name, expr, duration, severity, summary, description, labels=None):
+    out = {"alert": name, "expr": expr}
+    if duration and str(duration) not in ("0", "0s", "0m"):
+        out["for"] = str(duration)
+    out["labels"] = dict({"severity": severity}, **(labels or {}))
+    out["annotations"] = {"summary": summary, "description": description}
+    return out
+
+
+def server_rules(o):
+    """Rules that need no threshold from the inventory."""
+    return [
+        rule("SGLangDown", "up{%s} == 0" % SG, o["down_for"], "critical",
+             "SGLang on {{ $labels.host }} does not answer /metrics",
+             "Prometheus has not scraped {{ $labels.instance }} for %s: the server is down, still "
+             "loading, or runs without --enable-metrics." % o["down_for"]),
+        rule("SGLangHealthFailing",
+             'sum by (%s) (increase(sglang:http_responses_total{%s,endpoint=~"/health|/health_generate",'
+             'status_code!~"2.."}[%s])) > 0' % (BY, SG, o["health_window"]),
+             o["health_for"], "critical",
+             "SGLang on {{ $labels.host }} answers /health with errors",
+             "{{ $value | humanize }} /health or /health_generate answers other than 2xx in the last "
+             "%s, for %s." % (o["health_window"], o["health_for"])),
+        rule("SGLangNoThroughputWhileQueued",
+             "(sum by (%s) (sglang:num_queue_reqs{%s}) > 0) unless on (%s) "
+             '(sum by (%s) (rate(sglang:realtime_tokens_total{%s,mode="decode"}[%s])) > 0)'
+             % (BY, SG, BY, BY, SG, o["stall_window"]),
+             o["stall_for"], "critical",
+             "SGLang on {{ $labels.host }} generates nothing while requests wait",
+             "{{ $value }} requests queued and no decode token in %s, for %s: the scheduler is stuck."
+             % (o["stall_window"], o["stall_for"])),
+        rule("SGLangKVCacheNearlyFull",
+             "max by (%s) (sglang:token_usage{%s}) > %s" % (BY, SG, _num(float(o["kv_usage_max"]))),
+             o["kv_for"], "warning",
+             "SGLang on {{ $labels.host }}: KV cache nearly full",
+             "Token usage {{ $value | humanizePercentage }} of the KV pool (over %s for %s): new requests "
+             "wait and running ones may be retracted." % (_num(float(o["kv_usage_max"])), o["kv_for"])),
+        rule("SGLangRestartLoop",
+             'max by (%s) (resets(sglang:http_requests_total{%s,endpoint="/metrics"}[%s])) > %s'
+             % (BY, SG, o["restart_window"], o["restart_max"]),
+             "", "critical",
+             "SGLang on {{ $labels.host }} keeps restarting",
+             "{{ $value }} process starts in %s (its /metrics request counter started again from 0 "
+             "each time): journalctl -u sglang (sglang_server_service_name) on the host says why." % o["restart_window"]),
+    ]
+
+
+# The p99 rules: (alert, histogram, what the summary calls it, short name, where the limit comes from).
+P99_RULES = (
+    ("SGLangTTFTP99High", "ttft_p99_max_s", "sglang:time_to_first_token_seconds_bucket",
+     "TTFT p99", "TTFT", "the inventory's TTFT gate"),
+    ("SGLangITLP99High", "itl_p99_max_s", "sglang:inter_token_latency_seconds_bucket",
+     "inter-token latency p99", "ITL", "1 / the inventory's decode tok/s floor, or its own ITL limit"),
+)
+
+
+def p99_rules(hosts, o):
+    out = []
+    for alert, key, metric, what, short, source in P99_RULES:
+        for limit, names in buckets(hosts, key):
+            out.append(rule(
+                alert,
+                "histogram_quantile(0.99, sum by (%s, le) (rate(%s{%s,%s}[%s]))) > %s"
+                % (BY, metric, SG, host_matcher(names), o["latency_window"], _num(limit)),
+                o["latency_for"], "warning",
+                "SGLang on {{ $labels.host }}: %s above the gate" % what,
+                "%s p99 {{ $value | humanizeDuration }} over %s, above %s s (%s)."
+                % (short, o["latency_window"], _num(limit), source)))
+    return out
+
+
+def threshold_rules(hosts, o):
+    """Rules whose threshold is each host's own (inventory gates and flags)."""
+    out = p99_rules(hosts, o)
+    for floor, names in buckets(hosts, "min_spec_accept_length"):
+        hm = host_matcher(names)
+        out.append(rule(
+            "SGLangSpecAcceptLengthLow",
+            "(max by (%s) (sglang:spec_accept_length{%s,%s}) > 0) < %s and on (%s) "
+            '(sum by (%s) (rate(sglang:realtime_tokens_total{%s,%s,mode="decode"}[%s])) > 0)'
+            % (BY, SG, hm, _num(float(floor)), BY, BY, SG, hm, o["spec_window"]),
+            o["spec_for"], "warning",
+            "SGLang on {{ $labels.host }}: speculative accept length under the floor",
+            "Accept length {{ $value }} while decoding, under %s: the draft model costs more than "
+            "it saves." % _num(float(floor))))
+    for cap, names in buckets(hosts, "running_cap"):
+        limit = round(cap * float(o["running_cap_ratio"]), 3)
+        out.append(rule(
+            "SGLangRunningRequestsNearCap",
+            "max by (%s) (sglang:num_running_reqs{%s,%s}) >= %s" % (BY, SG, host_matcher(names), _num(limit)),
+            o["running_for"], "warning",
+            "SGLang on {{ $labels.host }}: running requests near the cap",
+            "{{ $value }} requests running, the cap is %s (--max-running-requests, or 48 with "
+            "speculative decoding and no such flag): more requests queue." % cap))
+    return out
+
+
+def router_rules(hosts, o):
+    routers = sorted({h["router_url"] for h in hosts if h.get("router_url")})
+    if not routers:
+        return []
+    out = [
+        rule("SGLangRouterDown", "up{%s} == 0" % RT, o["router_down_for"], "critical",
+             "sglang-router {{ $labels.router }} does not answer /metrics",
+             "Prometheus has not scraped {{ $labels.instance }} for %s (the router's --prometheus-port)."
+             % o["router_down_for"]),
+        rule("SGLangRouterWorkerUnhealthy", "smg_worker_health{%s} == 0" % RT, o["router_unhealthy_for"],
+             "critical", "sglang-router lists {{ $labels.worker }} as unhealthy",
+             "The router's health checks of {{ $labels.worker }} fail (smg_worker_health 0) for %s: "
+             "it sends it no request." % o["router_unhealthy_for"]),
+    ]
+    for h in sorted(hosts, key=lambda x: x["host"]):
+        if not h.get("router_url"):
+            continue
+        r, w = _q(h["router_url"]), _q(h["router_worker_url"])
+        out.append(rule(
+            "SGLangRouterWorkerOut",
+            'absent(smg_worker_health{%s,router="%s",worker="%s"} >= 0) and on () (up{%s,router="%s"} == 1)'
+            % (RT, r, w, RT, r),
+            o["router_out_for"], "critical",
+            "%s is not in sglang-router %s" % (h["host"], h["router_url"]),
+            "The router answers but has not listed %s for %s (removed: smg_worker_health -1, or never "
+            "added). A rollout takes a host out while it restarts; one that could not be restored "
+            "stays out." % (h["router_worker_url"], o["router_out_for"]),
+            labels={"host": h["host"], "worker": h["router_worker_url"], "router": h["router_url"]}))
+    return out
+
+
+DEFAULTS = {
+    "down_for": "5m", "health_window": "2m", "health_for": "3m", "stall_window": "5m", "stall_for": "5m",
+    "latency_window": "10m", "latency_for": "10m", "spec_window": "5m", "spec_for": "15m",
+    "running_cap_ratio": 0.9, "running_for": "10m", "kv_usage_max": 0.95, "kv_for": "10m",
+    "restart_window": "15m", "restart_max": 2, "router_down_for": "5m", "router_unhealthy_for": "2m",
+    "router_out_for": "30m",
+}
+
+
+def alert_rules(hosts, options=None):
+    """sglang_monitoring_alert_rules: the rule file as a mapping."""
+    o = dict(DEFAULTS)
+    o.update({k: v for k, v in (options or {}).items() if v not in (None, "")})
+    hosts = list(hosts or [])
+    groups = [{"name": "sglang", "rules": server_rules(o) + threshold_rules(hosts, o)}]
+    routed = router_rules(hosts, o)
+    if routed:
+        groups.append({"name": "sglang-router", "rules": routed})
+    return {"groups": groups}
+
+
+class FilterModule(object):
+    """sglang_monitoring alert rule filter."""
+
+    def filters(self):
+        return {"sglang_monitoring_alert_rules": alert_rules}

@@ -1,0 +1,91 @@
+"""The alert rules of roles/sglang_monitoring under `promtool test rules` (tests/prometheus/*.yml,
+synthetic series) and `promtool check rules`; every alert has a promtool test."""
+
+import glob
+import os
+import shutil
+
+import pytest
+import yaml
+
+from sglang_monitoring_support import FLEET, ROOT, rules, run_promtool
+
+TESTS = sorted(glob.glob(os.path.join(ROOT, "tests", "prometheus", "*.yml")))
+
+
+@pytest.fixture(name="rule_dir")
+def fixture_rule_dir(tmp_path):
+    with open(tmp_path / "sglang-rules.yml", "w", encoding="utf-8") as handle:
+        yaml.safe_dump(rules.alert_rules(FLEET), handle, sort_keys=False, width=1000)
+    return tmp_path
+
+
+def test_rendered_rules_pass_promtool_check(rule_dir):
+    rc, out = run_promtool("check", "rules", str(rule_dir / "sglang-rules.yml"))
+    assert rc == 0, out
+
+
+@pytest.mark.parametrize("test_file", TESTS, ids=os.path.basename)
+def test_promtool_test_rules(rule_dir, test_file):
+    shutil.copy(test_file, rule_dir)
+    rc, out = run_promtool("test", "rules", os.path.basename(test_file), cwd=str(rule_dir))
+    assert rc == 0, out
+
+
+def test_every_alert_has_a_promtool_test():
+    tested = set()
+    for path in TESTS:
+        with open(path, encoding="utf-8") as handle:
+            for case in yaml.safe_load(handle)["tests"]:
+                tested.update(t["alertname"] for t in case.get("alert_rule_test", []) if t.get("exp_alerts"))
+    alerts = {r["alert"] for g in rules.alert_rules(FLEET)["groups"] for r in g["rules"]}
+    assert alerts - tested == set(), "alerts without a firing promtool test"
+    assert len(alerts) == 12
+
+
+def test_one_rule_per_distinct_threshold():
+    by_alert = {}
+    for group in rules.alert_rules(FLEET)["groups"]:
+        for rule in group["rules"]:
+            by_alert.setdefault(rule["alert"], []).append(rule["expr"])
+    assert len(by_alert["SGLangTTFTP99High"]) == 2      # 1.5 s and 0.5 s
+    assert len(by_alert["SGLangRunningRequestsNearCap"]) == 2
+    assert len(by_alert["SGLangSpecAcceptLengthLow"]) == 1  # only gpu-a speculates
+    assert len(by_alert["SGLangRouterWorkerOut"]) == 2
+    assert any('host="gpu-a"' in e and e.endswith("> 1.5") for e in by_alert["SGLangTTFTP99High"])
+    assert any(e.endswith(">= 43.2") for e in by_alert["SGLangRunningRequestsNearCap"])
+
+
+def test_hosts_sharing_a_threshold_share_one_rule_with_escaped_names():
+    fleet = [dict(FLEET[0], host="gpu-1.example"), dict(FLEET[0], host="gpu-2.example")]
+    exprs = [r["expr"] for g in rules.alert_rules(fleet)["groups"] for r in g["rules"]
+             if r["alert"] == "SGLangTTFTP99High"]
+    assert len(exprs) == 1
+    assert 'host=~"gpu-1\\\\.example|gpu-2\\\\.example"' in exprs[0]
+
+
+def test_no_threshold_no_rule_and_no_router_no_router_group():
+    bare = [dict(FLEET[1], ttft_p99_max_s=None, itl_p99_max_s=None, running_cap=None, router_url="")]
+    out = rules.alert_rules(bare)
+    assert [g["name"] for g in out["groups"]] == ["sglang"]
+    names = {r["alert"] for r in out["groups"][0]["rules"]}
+    assert names == {"SGLangDown", "SGLangHealthFailing", "SGLangNoThroughputWhileQueued",
+                     "SGLangKVCacheNearlyFull", "SGLangRestartLoop"}
+
+
+def test_options_change_windows_and_thresholds():
+    out = rules.alert_rules(FLEET, {"down_for": "20m", "restart_window": "1h", "kv_usage_max": 0.9,
+                                    "running_cap_ratio": 1, "restart_max": None})
+    by_alert = {r["alert"]: r for g in out["groups"] for r in g["rules"]}
+    assert by_alert["SGLangDown"]["for"] == "20m"
+    assert "[1h]" in by_alert["SGLangRestartLoop"]["expr"] and by_alert["SGLangRestartLoop"]["expr"].endswith("> 2")
+    assert by_alert["SGLangKVCacheNearlyFull"]["expr"].endswith("> 0.9")
+    assert "for" not in by_alert["SGLangRestartLoop"]
+
+
+def test_missing_promtool_fails_and_says_how_to_install_it(monkeypatch):
+    import sglang_monitoring_support as support  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(support.shutil, "which", lambda name: None)
+    monkeypatch.setattr(support.os.path, "exists", lambda path: False)
+    with pytest.raises(pytest.fail.Exception, match="apt-get install -y prometheus"):
+        support.promtool()
