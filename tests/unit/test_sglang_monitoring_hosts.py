@@ -74,6 +74,14 @@ def test_host_values_win_over_the_fleet_defaults_and_null_switches_off():
     assert entry["min_spec_accept_length"] is None  # host says null: no rule
 
 
+@pytest.mark.parametrize("value,want", [("false", False), ("no", False), ("true", True), (False, False), (1, True)])
+def test_exporter_switches_read_strings_as_ansible_does(value, want):
+    # `-e sglang_monitoring_node_exporter=false` arrives as the string "false"
+    entry = hosts.host_entry("h", {"sglang_server_args": {}, "sglang_monitoring_node_exporter": value,
+                                   "sglang_monitoring_dcgm": value}, {})
+    assert entry["node_exporter"] is want and entry["dcgm"] is want
+
+
 def test_no_speculation_no_accept_length_rule_and_no_gate_no_latency_rule():
     entry = hosts.host_entry("h", {"sglang_server_args": {}}, {"sglang_monitoring_min_spec_accept_length": 1.3})
     assert entry["min_spec_accept_length"] is None

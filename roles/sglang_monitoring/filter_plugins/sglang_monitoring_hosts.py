@@ -18,6 +18,8 @@ from __future__ import absolute_import, division, print_function
 import hashlib
 import json
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 __metaclass__ = type
 
 try:
@@ -139,8 +141,9 @@ def host_entry(name, hv, defaults):
         "flag_hash": flag_hash(expected),
         "ml_env_generation": ml_env_generation(hv),
         "model": str(args.get("served-model-name") or ""),
-        "node_exporter": bool(per_host["sglang_monitoring_node_exporter"]),
-        "dcgm": bool(per_host["sglang_monitoring_dcgm"]),
+        # -e VAR=false arrives as the string "false": Ansible's own boolean rule
+        "node_exporter": boolean(per_host["sglang_monitoring_node_exporter"], strict=False),
+        "dcgm": boolean(per_host["sglang_monitoring_dcgm"], strict=False),
         "router_url": router_url,
         "router_worker_url": str(worker_url).rstrip("/") if router_url else "",
         "ttft_p99_max_s": _ms_to_s(ttft, "the TTFT p99 limit", name),
