@@ -358,11 +358,11 @@ def test_flag_catalog_script_reads_a_wheel_statically(tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["sglang"] == "9.9.9"
     assert data["options"] == {
-        "--backend": {"choices": ["extra", "y", "z"], "dest": "backend"},
+        "--backend": {"choices": ["extra", "y", "z"], "default": "x", "dest": "backend"},
         "--config": {"dest": "config"},
-        "--gemm-backend": {"dest": "gemm"},
-        "--mode": {"choices": ["a", "b"], "dest": "mode"},
+        "--gemm-backend": {"default": "x", "dest": "gemm"},
+        "--mode": {"choices": ["a", "b"], "default": None, "dest": "mode"},
         "--monokernel-backend": {"choices": ["amd"], "dest": "enable_amd_monokernel"},
-        "--tensor-parallel-size": {"dest": "tp_size"},
-        "--tp-size": {"dest": "tp_size"},
+        "--tensor-parallel-size": {"default": 1, "dest": "tp_size"},
+        "--tp-size": {"default": 1, "dest": "tp_size"},
     }

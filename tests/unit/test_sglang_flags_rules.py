@@ -20,6 +20,7 @@ with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     RULES = yaml.safe_load(fh)["sglang_flags_rules"]
 RULE_IDS = [r["id"] for r in RULES]
 HOST_RULE_IDS = {r["id"] for r in RULES if r.get("scope") == "host"}
+DEPLOY_RULE_IDS = {r["id"] for r in RULES if r.get("scope") == "deploy"}  # test_sglang_flags_deploy.py
 
 BLACKWELL = dict(sm="12.0", version="0.5.23", gpu_count=8, packages=["sglang", "torch"])
 
@@ -55,6 +56,7 @@ FIXED_ARGS.update({"mamba-radix-cache-strategy": "extra_buffer", "speculative-nu
 FIXED_ENV = {k: v for k, v in SEED_ENV.items() if k != "SGLANG_ENABLE_SPEC_V2"}
 
 MINIMAL = {"model-path": "/data/m"}
+QWEN35 = {"model-path": "/data/models/Qwen3.5-397B-A17B-NVFP4"}  # a hybrid Gated-DeltaNet model
 
 
 def check(args, env=None, **kw):
@@ -82,8 +84,23 @@ CASES = {
         dict(MINIMAL, **{"speculative-moe-runner-backend": "flashinfer_cutedsl"}), {}, {},
         dict(MINIMAL, **{"moe-runner-backend": "flashinfer_cutedsl"}), {}, {"sm": "10.0"}),
     "sm120-attention-fa3-fa4": (
-        dict(MINIMAL, **{"decode-attention-backend": "fa4"}), {}, {},
-        dict(MINIMAL, **{"attention-backend": "fa3"}), {}, {"sm": "9.0"}),
+        dict(MINIMAL, **{"decode-attention-backend": "fa4"}), {}, {"version": "0.5.18"},
+        dict(MINIMAL, **{"attention-backend": "fa4"}), {}, {"version": "0.5.19"}),
+    "sm120-hybrid-gdn-attention-backend": (
+        dict(QWEN35, **{"prefill-attention-backend": "fa4"}), {}, {},
+        dict(QWEN35, **{"attention-backend": "flashinfer"}), {}, {}),
+    "sm120-trtllm-mha-prefill-before-0.5.19": (
+        dict(MINIMAL, **{"attention-backend": "trtllm_mha"}), {}, {"version": "0.5.17"},
+        dict(MINIMAL, **{"attention-backend": "trtllm_mha"}), {}, {"version": "0.5.19"}),
+    "sm120-trtllm-mha-fp8-kv": (
+        dict(MINIMAL, **{"prefill-attention-backend": "trtllm_mha", "kv-cache-dtype": "fp8_e4m3"}), {}, {},
+        dict(MINIMAL, **{"attention-backend": "trtllm_mha", "kv-cache-dtype": "bf16"}), {}, {}),
+    "sm120-fp4-gemm-cutlass": (
+        dict(MINIMAL, **{"fp4-gemm-backend": "flashinfer_cutlass"}), {}, {},
+        dict(MINIMAL, **{"fp4-gemm-backend": "flashinfer_cudnn"}), {}, {}),
+    "sm120-fp4-gemm-default": (
+        dict(MINIMAL, **{"quantization": "modelopt_fp4"}), {}, {},
+        dict(MINIMAL, **{"quantization": "modelopt_fp4", "fp4-gemm-backend": "flashinfer_cudnn"}), {}, {}),
     "sm120-torch-symm-mem": (
         dict(MINIMAL, **{"enable-torch-symm-mem": True}), {}, {},
         dict(MINIMAL, **{"enable-torch-symm-mem": False}), {}, {}),
@@ -103,14 +120,28 @@ CASES = {
         MINIMAL, {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": 1}, {"version": "0.5.21.dev0+g123"},
         MINIMAL, {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": 1}, {"version": "0.5.21"}),
     "deprecated-disable-cuda-graph": (
-        dict(MINIMAL, **{"disable-cuda-graph": True}), {}, {},
-        dict(MINIMAL, **{"disable-cuda-graph": True}), {}, {"version": "0.5.22"}),
+        dict(MINIMAL, **{"disable-cuda-graph": True}), {}, {"version": "0.5.17"},
+        dict(MINIMAL, **{"disable-cuda-graph": True}), {}, {"version": "0.5.13"}),
     "deprecated-enable-dp-attention": (
-        dict(MINIMAL, **{"enable-dp-attention": True}), {}, {},
-        dict(MINIMAL, **{"attn-dp-size": 2}), {}, {}),
+        dict(MINIMAL, **{"enable-dp-attention": True}), {}, {"version": "0.5.22"},
+        dict(MINIMAL, **{"enable-dp-attention": True}), {}, {"version": "0.5.21"}),
     "deprecated-enable-flashinfer-allreduce-fusion": (
-        dict(MINIMAL, **{"enable_flashinfer_allreduce_fusion": True}), {}, {},
-        dict(MINIMAL, **{"flashinfer-allreduce-fusion-backend": "auto"}), {}, {}),
+        dict(MINIMAL, **{"enable_flashinfer_allreduce_fusion": True}), {}, {"version": "0.5.17"},
+        dict(MINIMAL, **{"enable_flashinfer_allreduce_fusion": True}), {}, {"version": "0.5.13"}),
+    "mamba-extra-buffer-spec-before-0.5.16": (
+        dict(MINIMAL, **{"speculative-algorithm": "NEXTN", "mamba-radix-cache-strategy": "extra_buffer"}), {},
+        {"version": "0.5.15.post1"},
+        dict(MINIMAL, **{"speculative-algorithm": "NEXTN", "mamba-radix-cache-strategy": "extra_buffer"}), {},
+        {"version": "0.5.16"}),
+    "pcie-ipc-allreduce-deterministic": (
+        dict(MINIMAL, **{"enable-deterministic-inference": True}), {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, {},
+        dict(MINIMAL, **{"enable-deterministic-inference": True}), {}, {}),
+    "pcie-ipc-allreduce-world-size": (
+        dict(MINIMAL, **{"tp-size": 6}), {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, {},
+        dict(MINIMAL, **{"tp-size": 8}), {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, {}),
+    "pcie-ipc-allreduce-dtype": (
+        dict(MINIMAL, **{"dtype": "float16"}), {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, {},
+        dict(MINIMAL, **{"dtype": "bfloat16"}), {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, {}),
     "spec-draft-without-num-steps": (
         dict(MINIMAL, **{"speculative-algorithm": "nextn", "speculative-eagle-topk": 1}), {}, {},
         dict(MINIMAL, **{"speculative-algorithm": "NGRAM", "speculative-num-draft-tokens": 2}), {}, {}),
@@ -130,7 +161,7 @@ CASES = {
 
 
 def test_every_offline_rule_has_a_case():
-    offline = [i for i in RULE_IDS if i not in HOST_RULE_IDS]
+    offline = [i for i in RULE_IDS if i not in HOST_RULE_IDS | DEPLOY_RULE_IDS]
     assert sorted(offline) == sorted(CASES), "add a case to CASES for each new rule (and only rules)"
 
 
@@ -235,7 +266,7 @@ def test_every_violation_is_listed_not_just_the_first():
                               "enable-mscclpp": True, "tp": 16})
     assert errors(check(args, SEED_ENV)) == {
         "removed-mamba-scheduler-strategy", "spec-draft-without-num-steps",
-        "sm120-moe-flashinfer-trtllm", "sm120-attention-fa3-fa4", "mscclpp-not-installed",
+        "sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend", "mscclpp-not-installed",
         "tp-exceeds-gpu-count",
     }
 

@@ -3,48 +3,116 @@
 ``python -m sglang.launch_server`` parses its argv with argparse, which accepts any unique
 prefix of a long option: ``--moe-runner flashinfer_trtllm`` sets ``--moe-runner-backend``. The
 rules table names flags in full, so an abbreviation would slip past them. The catalog lists
-every option string SGLang registers, with its ``dest`` and its ``choices`` where they are
-literal; ``scripts/flag-catalog.py`` writes it from an sglang wheel into
-``files/catalogs/sglang-<version>.json``. The catalog is picked by the SGLang version the host
-declares (``sglang_flags_sglang_version``); a version without one is judged without it (a
-warning says so).
+every option string SGLang registers, with its ``dest``, its ``choices`` and ``default`` where
+they are literal and what SGLang says about its deprecation; ``scripts/flag-catalog.py`` writes
+it from an sglang wheel into ``files/catalogs/sglang-<version>.json``. The catalog is picked by
+the SGLang version the host declares (``sglang_flags_sglang_version``); a version without one
+is judged without it (a warning says so).
+
+The other versions' catalogs give each name the host's version lacks a history: removed
+(last seen in L, gone in R, with the replacement SGLang named when it deprecated it, or the one
+``sglang_flags_removed_flags`` in vars/main.yml records) or not there yet (first in N).
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import re
 
+
+def _sibling(name):
+    """Filter plugins are loaded by path, not as a package: load a sibling the same way."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("_sglang_flags_catalog_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_versions = _sibling("sglang_flags_version")
 CATALOG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "files", "catalogs")
 CATALOG_SOURCE = "roles/sglang_flags/files/catalogs/sglang-{version}.json (scripts/flag-catalog.py)"
+HISTORY_SOURCE = "roles/sglang_flags/files/catalogs/ (sglang {versions}); docs/sglang-versions.md"
 _CACHE: dict = {}
 
 
 def _public(version) -> str:
     """``0.5.23+g1a2b`` -> ``0.5.23``: a local build has the flags of its public version."""
-    return str(version or "").strip().lstrip("v").split("+")[0]
+    return _versions.public_version(version)
 
 
 def catalog_versions(directory=None) -> list:
-    """Versions that have a catalog in ``directory`` (default: the role's files/catalogs)."""
+    """Versions that have a catalog in ``directory`` (default: the role's files/catalogs),
+    oldest first (PEP 440 order)."""
     names = glob.glob(os.path.join(directory or CATALOG_DIR, "sglang-*.json"))
-    return sorted(re.sub(r"^sglang-(.*)\.json$", r"\1", os.path.basename(n)) for n in names)
+    found = [re.sub(r"^sglang-(.*)\.json$", r"\1", os.path.basename(n)) for n in names]
+    return sorted((v for v in found if _versions.is_version(v)), key=_versions.version_key)
 
 
-def sglang_flags_catalog_of(version, directory=None) -> dict:
-    """The catalog of SGLang ``version``: ``{sglang, options: {"--name": {dest, choices?}}}``,
-    or ``{}`` when there is none for that version (or the version is unknown)."""
-    public = _public(version)
-    path = os.path.join(directory or CATALOG_DIR, f"sglang-{public}.json")
-    if not public or not os.path.isfile(path):
-        return {}
+def load_catalog(path) -> dict:
+    """``{sglang, requires, options}`` of one catalog file (cached by path)."""
     if path not in _CACHE:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-        _CACHE[path] = {"sglang": data["sglang"], "options": data["options"]}
+        _CACHE[path] = {"sglang": data["sglang"], "requires": data.get("requires", {}),
+                        "options": data["options"]}
     return _CACHE[path]
+
+
+def _catalog_file(version, directory=None):
+    public = _public(version)
+    path = os.path.join(directory or CATALOG_DIR, f"sglang-{public}.json")
+    return path if public and os.path.isfile(path) else ""
+
+
+def sglang_flags_catalog_of(version, removed=None, directory=None) -> dict:
+    """The catalog of SGLang ``version``: ``{sglang, requires, options: {"--name": {dest,
+    choices?, default?, deprecated?, rejected?}}, history: {name: ...}}``, or ``{}`` when there
+    is none for that version (or the version is unknown). ``removed``: the hand-kept table of
+    replacements (``sglang_flags_removed_flags``)."""
+    path = _catalog_file(version, directory)
+    if not path:
+        return {}
+    catalog = dict(load_catalog(path))
+    catalog["history"] = flag_history(catalog["sglang"], removed, directory)
+    return catalog
+
+
+def flag_history(version, removed=None, directory=None) -> dict:
+    """Every flag name (no dashes) that another catalog has and ``version``'s lacks:
+    ``{status: removed, last, gone, replacement, note, source}`` or ``{status: added, first}``."""
+    key = (os.path.abspath(directory or CATALOG_DIR), _public(version),
+           json.dumps(removed or {}, sort_keys=True, default=str))
+    if key in _CACHE:
+        return _CACHE[key]
+    versions = catalog_versions(directory)
+    options = {v: load_catalog(_catalog_file(v, directory))["options"] for v in versions}
+    here = _versions.version_key(version)
+    mine = options.get(_public(version), {})
+    history: dict = {}
+    for name in sorted({o for opts in options.values() for o in opts} - set(mine)):
+        had = [v for v in versions if name in options[v]]
+        older = [v for v in had if _versions.version_key(v) < here]
+        flag = name[2:]
+        if not older:
+            history[flag] = {"status": "added", "first": had[0]}
+            continue
+        last = older[-1]
+        later = [v for v in versions if _versions.version_key(last) < _versions.version_key(v) <= here]
+        entry = {"status": "removed", "last": last, "gone": later[0] if later else _public(version),
+                 "replacement": "", "note": "", "source": HISTORY_SOURCE.format(versions=", ".join(versions))}
+        said = options[last][name].get("deprecated")
+        if isinstance(said, str):
+            entry.update(replacement=said, note=f"SGLang {last} named it when it deprecated the flag")
+        hand = (removed or {}).get(flag)
+        if isinstance(hand, dict):
+            entry.update({k: str(hand[k]) for k in ("replacement", "note", "source") if hand.get(k) is not None})
+        history[flag] = entry
+    _CACHE[key] = history
+    return history
 
 
 def resolve(flag: str, catalog: dict):
@@ -77,7 +145,7 @@ def entry(flag: str, catalog: dict) -> dict:
     return ((catalog or {}).get("options") or {}).get("--" + flag, {})
 
 
-def _finding(rule, severity, flag, value, message, fix, catalog):
+def _finding(rule, severity, flag, value, message, fix, catalog, source=None):
     return {
         "rule": rule,
         "severity": severity,
@@ -86,17 +154,78 @@ def _finding(rule, severity, flag, value, message, fix, catalog):
         "value": value,
         "message": message,
         "fix": fix,
-        "source": CATALOG_SOURCE.format(version=(catalog or {}).get("sglang", "X")),
+        "source": source or CATALOG_SOURCE.format(version=(catalog or {}).get("sglang", "X")),
     }
 
 
+def _reading(kind, names) -> str:
+    """How argparse of this version reads a name that is not one of its options."""
+    if kind == "abbreviation":
+        return f"argparse reads it as an abbreviation of --{names[0]}, a different option"
+    if kind == "ambiguous":
+        return f"argparse refuses it as an ambiguous prefix of {', '.join('--' + n for n in names)}"
+    return "argparse refuses it (unrecognized arguments)"
+
+
+def _replacement_fix(hist, catalog) -> str:
+    """The fix of a removed flag: its replacement (followed once when that one is gone too)."""
+    new = hist.get("replacement") or ""
+    note = f" ({hist['note']})" if hist.get("note") else ""
+    if not new:
+        return f"remove it: SGLang has no replacement{note}"
+    fix = f"use {new} instead{note}"
+    m = re.match(r"^--([a-z0-9][a-z0-9-]*)", new)
+    later = (catalog.get("history") or {}).get(m.group(1)) if m else None
+    if later and later.get("status") == "removed":
+        fix += (f"; {m.group(1)} itself is gone since {later['gone']}: "
+                + _replacement_fix(later, catalog))
+    return fix
+
+
+def _history_finding(flag, value, kind, names, hist, catalog):
+    version, var = catalog.get("sglang"), f"sglang_server_args['{flag}']"
+    if hist["status"] == "added":
+        return _finding(
+            "flag-too-new", "error", flag, value,
+            f"{var}: --{flag} first appears in SGLang {hist['first']}; {version} does not have "
+            f"it and {_reading(kind, names)}",
+            f"upgrade SGLang to >= {hist['first']} (the sglang pin in ml_env_packages) or remove it",
+            catalog, hist.get("source"))
+    return _finding(
+        "flag-removed", "error", flag, value,
+        f"{var}: --{flag} was removed from SGLang (last in {hist['last']}, gone in "
+        f"{hist['gone']}); {version} {_reading(kind, names)[len('argparse '):]}",
+        _replacement_fix(hist, catalog), catalog, hist.get("source"))
+
+
 def name_findings(flag: str, value, catalog: dict, renamed=()) -> list:
-    """Findings on one flag name (already normalised): abbreviation and ambiguous prefix
-    (errors: SGLang would accept or refuse them, the rules would not see them), unknown
-    (warning: the host's own check refuses it; flags that a rule renames are that rule's)."""
+    """Findings on one flag name (already normalised): a name the version lacks but another
+    version has (removed, with its replacement; or too new), an abbreviation or ambiguous
+    prefix (errors: SGLang would accept or refuse them, the rules would not see them), a
+    deprecated or refused spelling, unknown (warning: the host's own check refuses it). Flags
+    that a rule renames (``renamed``) are that rule's."""
     kind, names = resolve(flag, catalog)
     var = f"sglang_server_args['{flag}']"
     version = catalog.get("sglang") if catalog else ""
+    hist = (catalog.get("history") or {}).get(flag) if catalog and kind != "known" else None
+    if hist and flag not in renamed:
+        return [_history_finding(flag, value, kind, names, hist, catalog)]
+    if kind == "known" and flag not in renamed:
+        said = entry(flag, catalog)
+        if said.get("rejected"):
+            return [_finding(
+                "flag-refused", "error", flag, value,
+                f"{var}: SGLang {version} stops the launch on --{flag}: {said['rejected']!r}",
+                f"remove it{'; use ' + said['deprecated'] if isinstance(said.get('deprecated'), str) else ''}",
+                catalog)]
+        if said.get("deprecated"):
+            new = said["deprecated"]
+            return [_finding(
+                "flag-deprecated", "warning", flag, value,
+                f"{var}: --{flag} is deprecated in SGLang {version} (it warns at start-up and is "
+                "due for removal)",
+                f"use {new} instead" if isinstance(new, str) else "remove it (SGLang names no replacement)",
+                catalog)]
     if kind == "abbreviation":
         return [_finding(
             "flag-abbreviation", "error", flag, value,

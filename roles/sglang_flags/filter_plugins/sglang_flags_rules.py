@@ -5,12 +5,16 @@ A rule::
 
     - id: sm120-moe-flashinfer-trtllm      # stable name; used by waivers and in messages
       severity: error                      # error fails the play; warning is shown
-      scope: offline                       # offline (here) or host (files/sglang_preflight.py)
+      scope: offline                       # offline (here), host (files/sglang_preflight.py) or
+                                           # deploy (sglang_flags_deploy.py: the ml_env spec, router)
       applies:                             # every condition given must hold (AND)
         sm: ["12.0", "12.1"]               # GPU compute capability major.minor ("12.*" allowed)
         sglang: {min: "0.5.20", max: null} # min inclusive, max exclusive, PEP 440 ordering
         flags_any: [a, b]                  # at least one of these flags is present
-        flag_values: {flag: [v1, v2]}      # some flag has one of these values (case-insensitive)
+        flag_values: {flag: [v1, v2]}      # some flag has one of these values (case-insensitive);
+                                           # a list of such mappings: each one must hold
+        flag_values_outside: {flag: [v]}   # some flag is given with a value outside the list
+        model_any: ["*qwen3.5*"]           # model-path matches a pattern (fnmatch, lower case)
         flags_absent: [c]                  # none of these flags is present
         env_any: [VAR]                     # at least one of these variables is set (not null)
         packages_absent: [mscclpp]         # none of these is in the installed package list
@@ -35,82 +39,28 @@ import re
 from ansible.errors import AnsibleFilterError
 
 
-def _load_renderer():
-    """The lead's renderer (sglang_flags.py, beside this file) owns the flag model: folding
-    ``model_path`` to ``model-path``, dropping ``false``/``null``. Ansible loads filter plugins
-    by path, not as a package, so load the sibling the same way."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang_flags.py")
-    spec = importlib.util.spec_from_file_location("_sglang_flags_renderer", path)
+def _load_sibling(name):
+    """A sibling module (beside this file). Ansible loads filter plugins by path, not as a
+    package, so load it the same way: the lead's renderer (sglang_flags.py) owns the flag
+    model (``model_path`` -> ``model-path``, ``false``/``null`` dropped);
+    sglang_flags_version.py orders versions (packaging.version)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("_sglang_flags_rules_" + name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-_renderer = _load_renderer()
+_renderer = _load_sibling("sglang_flags")
+_versions = _load_sibling("sglang_flags_version")
+version_key = _versions.version_key
+sglang_version_compare = _versions.sglang_version_compare
+version_in_range = _versions.version_in_range
 _FLAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 # --------------------------------------------------------------------------------------------
-# versions
+# versions (PEP 440 order: sglang_flags_version.py) and the package spec
 # --------------------------------------------------------------------------------------------
-
-_VERSION_RE = re.compile(
-    r"""^\s*v?
-    (?:(?P<epoch>\d+)!)?
-    (?P<release>\d+(?:\.\d+)*)
-    (?:[-_.]?(?P<pre_l>a|alpha|b|beta|rc|c|pre|preview)[-_.]?(?P<pre_n>\d*))?
-    (?:(?:-(?P<post_n1>\d+))|(?:[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d*)))?
-    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d*))?
-    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
-    \s*$""",
-    re.VERBOSE | re.IGNORECASE,
-)
-_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "rc": 2, "c": 2, "pre": 2, "preview": 2}
-_INF = float("inf")
-
-
-def version_key(version) -> tuple:
-    """A sort key with PEP 440 ordering (``X.devN < XaN < XbN < XrcN < X < X.postN``).
-
-    The local part (``+g1234``) is ignored: a nightly build of a commit sorts with its
-    public version. Raises ``ValueError`` for anything that is not a version.
-    """
-    text = str(version)
-    m = _VERSION_RE.match(text)
-    if not m:
-        raise ValueError(f"not a PEP 440 version: {text!r}")
-    release = [int(p) for p in m.group("release").split(".")]
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()
-    pre_l, dev_n = m.group("pre_l"), m.group("dev_n")
-    post = m.group("post_n1") or m.group("post_n2")
-    has_post = m.group("post_n1") is not None or m.group("post_l") is not None
-    has_dev = m.group("dev_l") is not None
-    if pre_l:
-        pre = (_PRE_RANK[pre_l.lower()], int(m.group("pre_n") or 0))
-    elif has_dev and not has_post:
-        pre = (-1, 0)  # X.devN sorts before every pre-release of X
-    else:
-        pre = (3, 0)
-    post_key = int(post or 0) if has_post else -1
-    dev_key = int(dev_n or 0) if has_dev else _INF
-    return (int(m.group("epoch") or 0), tuple(release), pre, post_key, dev_key)
-
-
-def sglang_version_compare(a, b) -> int:
-    """-1, 0 or 1 as version ``a`` sorts before, with or after ``b``."""
-    ka, kb = version_key(a), version_key(b)
-    return (ka > kb) - (ka < kb)
-
-
-def version_in_range(version, vmin=None, vmax=None) -> bool:
-    """``vmin <= version < vmax``; either bound may be empty."""
-    key = version_key(version)
-    if vmin not in (None, "") and key < version_key(vmin):
-        return False
-    if vmax not in (None, "") and key >= version_key(vmax):
-        return False
-    return True
-
 
 # a requirement string naming sglang itself (not sglang-router, sglang-kernel, ...)
 _REQ_PIN_RE = re.compile(r"^\s*sglang\s*(?:\[[^\]]*\])?\s*===?\s*(?P<v>[^\s;,#]+)", re.I)
@@ -254,6 +204,8 @@ _KNOWN_CONDITIONS = {
     "sglang",
     "flags_any",
     "flag_values",
+    "flag_values_outside",
+    "model_any",
     "flags_absent",
     "env_any",
     "packages_absent",
@@ -279,8 +231,8 @@ def sglang_flags_validate_rules(rules) -> list:
         seen.add(rule["id"])
         if rule["severity"] not in ("error", "warning"):
             raise AnsibleFilterError(f"{where} ({rule['id']}): severity must be error or warning")
-        if rule.get("scope", "offline") not in ("offline", "host"):
-            raise AnsibleFilterError(f"{where} ({rule['id']}): scope must be offline or host")
+        if rule.get("scope", "offline") not in ("offline", "host", "deploy"):
+            raise AnsibleFilterError(f"{where} ({rule['id']}): scope must be offline, host or deploy")
         applies = rule["applies"]
         if not isinstance(applies, dict):
             raise AnsibleFilterError(f"{where} ({rule['id']}): applies must be a mapping")
@@ -325,20 +277,22 @@ def _evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
             return None
         flag = present[0]
         value = args[flag]
-    if "flag_values" in applies:
-        hit = None
-        for fname, bad in applies["flag_values"].items():
-            if fname in args:
-                for v in _values(args[fname]):
-                    if v.lower() in _lc(bad):
-                        hit = (fname, v)
-                        break
-            if hit:
-                break
+    groups = applies.get("flag_values", [])
+    groups = [groups] if isinstance(groups, dict) else list(groups)
+    if "flag_values_outside" in applies:
+        groups.append(applies["flag_values_outside"])
+    for i, group in enumerate(groups):
+        outside = "flag_values_outside" in applies and i == len(groups) - 1
+        hit = next(((f, v) for f, vals in group.items() if f in args for v in _values(args[f])
+                    if (v.lower() in _lc(vals)) != outside), None)
         if not hit:
             return None
         if flag is None:
             flag, value = hit
+    if "model_any" in applies:
+        model = str(args.get("model-path", args.get("model", ""))).lower()
+        if not any(fnmatch.fnmatchcase(model, str(p).lower()) for p in applies["model_any"]):
+            return None
     if "flags_absent" in applies:
         if any(f in args for f in applies["flags_absent"]):
             return None

@@ -1,0 +1,98 @@
+"""The deploy-scope rules of roles/sglang_flags/vars/main.yml, judged by
+filter_plugins/sglang_flags_deploy.py on the host's ml_env spec and router settings: each one
+fires, has a near miss, and the shipped inventories pass."""
+
+import importlib.util
+import os
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROLE = os.path.join(ROOT, "roles", "sglang_flags")
+_spec = importlib.util.spec_from_file_location("_test_deploy", os.path.join(ROLE, "filter_plugins", "sglang_flags_deploy.py"))
+D = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(D)
+with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
+    RULES = yaml.safe_load(fh)["sglang_flags_rules"]
+DEPLOY_IDS = {r["id"] for r in RULES if r.get("scope") == "deploy"}
+
+SPEC = {"ml_env_index_url": "https://pypi.org/simple",
+        "ml_env_extra_index_urls": ["https://download.pytorch.org/whl/cu130", "https://flashinfer.ai/whl/cu130"],
+        "ml_env_packages": ["torch==2.14.1", "flashinfer-python==0.7.2", "flashinfer-cubin==0.7.2", "sglang==0.5.23"]}
+CUDNN = {"fp4-gemm-backend": "flashinfer_cudnn"}
+
+# rule -> (inputs, args) that fire it, (inputs, args) of a near miss
+CASES = {
+    "flashinfer-cubin-index": (
+        (SPEC, {}),
+        (dict(SPEC, ml_env_extra_index_urls=SPEC["ml_env_extra_index_urls"] + ["https://flashinfer.ai/whl/"]), {})),
+    "fp4-gemm-cudnn-version": (
+        ({"ml_env_packages": ["torch==2.14.1", "nvidia-cudnn-cu13==9.8.0.87"]}, CUDNN),
+        ({"ml_env_packages": ["torch==2.14.1"], "ml_env_min_versions": {"nvidia_cudnn_cu13": "9.10.2"}}, CUDNN)),
+    "router-control-plane-open": (
+        ({"sglang_router_url": "http://router:30000"}, {}),
+        ({"sglang_router_url": "http://router:30000", "sglang_router_api_key": "set"}, {})),
+}
+
+
+def rules_of(inputs, args=None, waive=None):
+    return {f["rule"]: f for f in D.sglang_flags_deploy_findings(inputs, RULES, args, waive)}
+
+
+def test_every_deploy_rule_has_a_case():
+    assert DEPLOY_IDS == set(CASES)
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_deploy_rule_fires(rule_id):
+    (inputs, args), _ = CASES[rule_id]
+    f = rules_of(inputs, args)[rule_id]
+    rule = next(r for r in RULES if r["id"] == rule_id)
+    assert f["severity"] == rule["severity"] and f["status"] == "violation"
+    assert f["source"].startswith("docs/sglang-versions.md#") and "{" not in f["message"] + f["fix"]
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_deploy_rule_near_miss(rule_id):
+    _, (inputs, args) = CASES[rule_id]
+    assert rule_id not in rules_of(inputs, args)
+
+
+def test_cubin_rule_names_the_requirement_and_spares_old_pypi_versions():
+    f = rules_of(SPEC)["flashinfer-cubin-index"]
+    assert "flashinfer-cubin==0.7.2" in f["message"] and "https://flashinfer.ai/whl" in f["fix"]
+    assert rules_of(dict(SPEC, ml_env_packages=["flashinfer-cubin==0.6.13"])) == {}
+    assert "flashinfer-cubin-index" in rules_of(dict(SPEC, ml_env_packages=["flashinfer-cubin"]))
+    assert rules_of(dict(SPEC, ml_env_find_links=["https://flashinfer.ai/whl"])) == {}
+
+
+def test_cudnn_rule_accepts_an_exact_pin_and_ignores_other_backends():
+    assert rules_of({"ml_env_packages": ["nvidia-cudnn-cu13==9.24.0.43"]}, CUDNN) == {}
+    f = rules_of({"ml_env_packages": ["torch==2.14.1"]}, CUDNN)["fp4-gemm-cudnn-version"]
+    assert "unpinned" in f["message"]
+    assert rules_of({"ml_env_packages": []}, {"fp4-gemm-backend": "flashinfer_cutlass"}) == {}
+    assert "fp4-gemm-cudnn-version" in rules_of({"ml_env_min_versions": {"nvidia-cudnn-cu13": "9.8"}}, CUDNN)
+
+
+def test_router_key_is_never_copied_into_a_finding():
+    assert rules_of({"sglang_router_url": "", "sglang_router_api_key": ""}) == {}
+    f = rules_of({"sglang_router_url": "http://r:1"})["router-control-plane-open"]
+    assert f["value"] == "http://r:1"
+
+
+def test_a_waived_deploy_rule_is_a_warning():
+    f = rules_of(SPEC, waive=["flashinfer-cubin-index"])["flashinfer-cubin-index"]
+    assert f["severity"] == "warning" and f["status"] == "waived"
+
+
+@pytest.mark.parametrize("inventory,group", [("production", "blackwell"), ("local", "all")])
+def test_shipped_inventories_pass_the_deploy_rules(inventory, group):
+    merged = {}
+    for g in ("all", group):
+        directory = os.path.join(ROOT, "inventories", inventory, "group_vars", g)
+        for name in sorted(os.listdir(directory)):
+            with open(os.path.join(directory, name), encoding="utf-8") as fh:
+                merged.update(yaml.safe_load(fh) or {})
+    inputs = {k: merged.get(k) for k in D.DEPLOY_INPUTS}
+    assert D.sglang_flags_deploy_findings(inputs, RULES, merged.get("sglang_server_args")) == []
