@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick gate-check clean
+.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick gate-check clean drift
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
@@ -17,6 +17,7 @@ help:
 	@echo "make test       everything CI runs (lint, unit tests, Molecule)"
 	@echo "make bench      our benchmark client vs sglang.benchmark.serving (interleaved medians)"
 	@echo "make gate-check the speed gates on the demo hosts: no false failure, a throttled host caught"
+	@echo "make drift      the newest sglang on production's indexes against every inventory's profile"
 
 # about 20 GiB: wheelhouse 3.1, two ml_env generations of 6.6 each, container layers
 DISK_GIB ?= 20
@@ -78,6 +79,15 @@ bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, int
 
 verify-quick: tools    ## the rollout's quick gate on the demo hosts
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/verify.yml -e sglang_verify_quick=true
+
+# Downloads the newest sglang wheel (no dependencies) from the production profile's indexes,
+# builds its flag catalog in a temporary directory and judges every inventory's profile against
+# it: flags rejected or renamed, defaults changed, pins that would move. Fails when the
+# production profile would break. DRIFT_ARGS="--sglang X" pins the version; needs the venv
+# (make tools). `make test` uses only the committed catalogs.
+DRIFT_ARGS ?=
+drift:
+	$(BIN)/python scripts/sglang-drift.py $(DRIFT_ARGS)
 
 GATE_CHECK_RUNS ?= 10
 gate-check: tools      ## verify.yml N times on the unchanged demo hosts (0 gate failures), then one host throttled (caught)

@@ -1,12 +1,38 @@
 """Smoke test of a new ml_env generation, run with that generation's python.
 
-usage: python ml_env_smoke.py '{"imports": [...], "expect_torch_cuda": "13.0", "expect_sm": "12.0"}'
+usage: python ml_env_smoke.py '{"imports": [...], "expect_torch_cuda": "13.0", "expect_sm": "12.0",
+                                "min_versions": {"nvidia-cudnn-cu13": "9.10.2"}}'
 Prints one JSON line: {"ok": bool, "versions": {...}, "errors": [...]}; exits 1 when not ok.
+min_versions: installed distributions (their metadata, not an import) that must be at least
+that version; each one found is listed in versions as "dist:<name>".
 """
 import importlib
+import importlib.metadata
 import json
+import re
 import sys
 import traceback
+
+
+def _release(version):
+    """(9, 24, 0, 43) of "9.24.0.43": the release numbers, enough to order wheel versions."""
+    m = re.match(r"^\s*v?(\d+(?:\.\d+)*)", str(version))
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+def check_min_versions(wanted, out, version_of=importlib.metadata.version):
+    """Each distribution of `wanted` installed at `>=` its minimum, else an error in `out`."""
+    for dist, minimum in sorted((wanted or {}).items()):
+        try:
+            found = version_of(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out["ok"] = False
+            out["errors"].append(f"{dist} is not installed; at least {minimum} is required")
+            continue
+        out["versions"][f"dist:{dist}"] = found
+        if _release(found) < _release(minimum):
+            out["ok"] = False
+            out["errors"].append(f"{dist} {found} is installed; at least {minimum} is required")
 
 
 def main():
@@ -20,6 +46,7 @@ def main():
             out["ok"] = False
             last = traceback.format_exc().strip().splitlines()[-1]
             out["errors"].append(f"import {name} failed: {last}")
+    check_min_versions(cfg.get("min_versions"), out)
     torch = sys.modules.get("torch")
     want_cuda = cfg.get("expect_torch_cuda") or ""
     if torch is not None:
