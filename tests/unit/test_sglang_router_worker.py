@@ -4,7 +4,6 @@ SGLang 0.5.23, and its HTTP paths (202 then an asynchronous listing, 400/404, un
 check mode, the module's main()) against a stand-in router on a local socket (http.server).
 The stand-in only exercises the client; the real router is what the smoke test runs against."""
 
-import importlib.util
 import json
 import os
 import re
@@ -14,14 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+import sglang_router_worker as m
 from ansible.module_utils.testing import patch_module_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures", "sglang-router")
-_spec = importlib.util.spec_from_file_location(
-    "sglang_router_worker", os.path.join(ROOT, "roles", "sglang_router", "library", "sglang_router_worker.py"))
-m = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(m)
 
 
 def fixture(name):

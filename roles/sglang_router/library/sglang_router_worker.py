@@ -2,7 +2,8 @@
 # -*- coding: utf-8 -*-
 # Runs on the controller (delegate_to: localhost by default): takes one SGLang server out of an
 # sglang-router (smg) and lets its in-flight requests finish, or puts it back and waits until the
-# router calls it healthy. Standard library only (urllib).
+# router calls it healthy. Standard library only: HTTP and the /metrics reader are the shared
+# module_utils/sglang_http.py and module_utils/sglang_prometheus.py.
 
 from __future__ import absolute_import, division, print_function
 
@@ -112,13 +113,12 @@ msg:
 """
 
 import json
-import math
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_http import request
+from ansible.module_utils.sglang_prometheus import parse_prometheus_sums
 
 REQUEST_TIMEOUT = 10.0
 RUNNING = "sglang:num_running_reqs"
@@ -180,37 +180,6 @@ def describe_workers(workers):
     return ", ".join("%s (%s)" % (w["url"], "healthy" if w["is_healthy"] else "unhealthy") for w in workers)
 
 
-def parse_prometheus_sums(text, names, skip=None):
-    """Sum over all label sets of each metric in names, from a Prometheus text exposition,
-    leaving out samples whose line contains `skip`. A name with no sample maps to None."""
-    sums = dict.fromkeys(names)
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or (skip and skip in line):
-            continue
-        name = line.split("{", 1)[0].split(None, 1)[0]
-        if name not in sums:
-            continue
-        # the value follows the labels (which may contain spaces); an optional timestamp follows it
-        rest = line[len(name):]
-        if rest.startswith("{"):
-            end = rest.rfind("}")
-            if end < 0:
-                continue
-            rest = rest[end + 1:]
-        fields = rest.split()
-        if not fields:
-            continue
-        try:
-            value = float(fields[0])
-        except ValueError:
-            continue
-        if math.isnan(value) or math.isinf(value):
-            continue
-        sums[name] = (sums[name] or 0.0) + value
-    return sums
-
-
 def active_http(metrics_text):
     """Active HTTP requests of an SGLang /metrics page except /metrics itself, or None."""
     return parse_prometheus_sums(metrics_text, (ACTIVE_HTTP,), skip=METRICS_ENDPOINT)[ACTIVE_HTTP]
@@ -260,18 +229,12 @@ def decide(state, worker):
 # --------------------------------------------------------------------------------------------
 # HTTP
 # --------------------------------------------------------------------------------------------
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
 def http(method, url, body=None, timeout=REQUEST_TIMEOUT):
     """(status, text); status 0 with the error text when no HTTP answer came."""
-    data = json.dumps(body).encode("utf-8") if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json", "Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read().decode("utf-8", errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode("utf-8", errors="replace")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return 0, str(getattr(exc, "reason", exc))
+    return request(url, body, method, HEADERS, timeout)
 
 
 class RouterError(Exception):

@@ -65,10 +65,9 @@ journal:
 """
 
 import time
-import urllib.error
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_http import request
 
 
 def unit_state(module, unit):
@@ -90,16 +89,6 @@ def journal(module, unit, invocation, lines):
             ["journalctl", "--no-pager", "-o", "short-iso", "-n", str(lines), "-u", unit]
         )
     return out.splitlines()[-lines:]
-
-
-def probe(url, timeout):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.status, ""
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.reason
-    except (urllib.error.URLError, OSError) as exc:
-        return None, str(getattr(exc, "reason", exc))
 
 
 def main():
@@ -141,7 +130,7 @@ def main():
                 journal=journal(module, unit, first.get("InvocationID") or st.get("InvocationID"),
                                 p["journal_lines"]),
             )
-        code, detail = probe(p["url"], p["request_timeout"])
+        code, detail = request(p["url"], timeout=p["request_timeout"])
         if code == 200:
             module.exit_json(changed=False, elapsed=round(time.monotonic() - start, 1), main_pid=pid)
         last_http = f"HTTP {code}" if code else detail
