@@ -10,7 +10,7 @@ run differs by 15-30% on a busy machine; the medians over the pairs are compared
 It prints a table and the ratio ours / bench_serving; it asserts nothing (figures, not a test).
 
 The project's side is the exact code the sglang_verify role runs on the host
-(roles/sglang_verify/module_utils). bench_serving needs the `datasets` package and a local
+(roles/sglang_verify/module_utils, module_utils/). bench_serving needs the `datasets` package and a local
 tokenizer (the model directory) in the Python given by --bench-python.
 
 usage:
@@ -32,11 +32,15 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "roles", "sglang_verify", "module_utils"))
+import ansible.module_utils
 
-from sglang_verify_client import Client, single_stream  # noqa: E402
-from sglang_verify_lib import parse_bench_serving_jsonl  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the role's module_utils (and the shared ones) as ansible.module_utils.<name>, as Ansible ships
+# them to the host: the controller venv has ansible
+ansible.module_utils.__path__ += [os.path.join(ROOT, "module_utils"), os.path.join(ROOT, "roles", "sglang_verify", "module_utils")]
+
+from ansible.module_utils.sglang_verify_client import Client, single_stream  # noqa: E402
+from ansible.module_utils.sglang_verify_stats import parse_bench_serving_jsonl  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
 

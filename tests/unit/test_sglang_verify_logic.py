@@ -1,28 +1,30 @@
 """Metric math, garbage detector, probe matching, drift comparison, gates and report rendering
-of roles/sglang_verify (module_utils/sglang_verify_lib.py)."""
+of roles/sglang_verify (its module_utils/sglang_verify_*.py), with the flag model and the
+Prometheus reader they use (module_utils/ at the repository's root)."""
 
 import json
-import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "roles", "sglang_verify", "module_utils"))
-
-import sglang_verify_lib as lib  # noqa: E402
+from ansible.module_utils import sglang_verify_drift as drift
+from ansible.module_utils import sglang_flags_model as flags
+from ansible.module_utils import sglang_verify_gates as gates
+from ansible.module_utils import sglang_verify_output as output
+from ansible.module_utils import sglang_prometheus as prometheus
+from ansible.module_utils import sglang_verify_render as render
+from ansible.module_utils import sglang_verify_stats as stats
 
 
 # ---------------------------------------------------------------- percentiles
 @pytest.mark.parametrize("q,expected", [(0, 1.0), (50, 2.5), (90, 3.7), (99, 3.97), (100, 4.0)])
 def test_percentile_linear_interpolation_like_numpy(q, expected):
-    assert lib.percentile([4, 1, 3, 2], q) == pytest.approx(expected)
+    assert stats.percentile([4, 1, 3, 2], q) == pytest.approx(expected)
 
 
 def test_percentile_edge_cases():
-    assert lib.percentile([], 50) is None
-    assert lib.percentile([None, 5], 99) == 5.0
-    assert lib.median([7]) == 7.0
+    assert stats.percentile([], 50) is None
+    assert stats.percentile([None, 5], 99) == 5.0
+    assert stats.median([7]) == 7.0
 
 
 # ---------------------------------------------------------------- garbage detector
@@ -37,7 +39,7 @@ def test_percentile_edge_cases():
     "hello " + "ok " * 12,
 ])
 def test_garbage_detected(text):
-    assert lib.detect_garbage(text) is not None
+    assert output.detect_garbage(text) is not None
 
 
 @pytest.mark.parametrize("text", [
@@ -51,11 +53,11 @@ def test_garbage_detected(text):
     "    if x:\n        return y\n",
 ])
 def test_good_output_not_flagged(text):
-    assert lib.detect_garbage(text) is None
+    assert output.detect_garbage(text) is None
 
 
 def test_garbage_reason_quotes_the_unit():
-    assert '"!"' in lib.detect_garbage("!" * 30)
+    assert '"!"' in output.detect_garbage("!" * 30)
 
 
 # ---------------------------------------------------------------- probes
@@ -71,16 +73,16 @@ def test_garbage_reason_quotes_the_unit():
     (None, "4", "exact", False),
 ])
 def test_match_answer(out, expect, mode, ok):
-    assert lib.match_answer(out, expect, mode) is ok
+    assert output.match_answer(out, expect, mode) is ok
 
 
 def test_match_answer_rejects_unknown_mode():
     with pytest.raises(ValueError):
-        lib.match_answer("x", "x", "fuzzy")
+        output.match_answer("x", "x", "fuzzy")
 
 
 def test_quote_bounds_and_escapes():
-    q = lib.quote("a\nb" + "x" * 500, 20)
+    q = output.quote("a\nb" + "x" * 500, 20)
     assert q.startswith('"a\\nb') and "(503 chars)" in q
 
 
@@ -96,18 +98,18 @@ SERVER = {
 
 
 def test_parse_launch_command():
-    f = lib.parse_launch_command(SERVER["launch_command"])
+    f = flags.parse_launch_command(SERVER["launch_command"])
     assert f["tp"] == "8"
     assert f["enable-metrics"] is True
     assert f["json-model-override-args"] == '{"a": 1}'
-    assert lib.parse_launch_command("--x=1 --y") == {"x": "1", "y": True}
+    assert flags.parse_launch_command("--x=1 --y") == {"x": "1", "y": True}
 
 
 def test_drift_none_when_flags_match():
     expected = {"model-path": "/m", "served-model-name": "tiny", "tp": 8, "enable-metrics": True,
                 "speculative-algorithm": "NEXTN", "json-model-override-args": {"a": 1},
                 "api-key": "s3cret", "log-level": "info", "disable-cuda-graph": False}
-    d = lib.compare_args(expected, SERVER)
+    d = drift.compare_args(expected, SERVER)
     assert d["ok"], d
     assert d["mismatches"] == [] and d["extra"] == []
     assert d["source"] == "launch_command"
@@ -118,7 +120,7 @@ def test_drift_none_when_flags_match():
 def test_drift_lists_differences_and_extra_flags_and_redacts_secrets():
     expected = {"model-path": "/m", "served-model-name": "tiny", "tp": 4, "attention-backend": "triton",
                 "api-key": "other", "disable-cuda-graph": True}
-    d = lib.compare_args(expected, SERVER)
+    d = drift.compare_args(expected, SERVER)
     assert not d["ok"]
     by = dict((m["flag"], m) for m in d["mismatches"])
     assert by["tp"]["expected"] == 4 and by["tp"]["actual"] == "8"
@@ -131,13 +133,13 @@ def test_drift_lists_differences_and_extra_flags_and_redacts_secrets():
 
 
 def test_drift_flags_a_flag_that_should_be_absent():
-    d = lib.compare_args({"enable-metrics": False, "model-path": "/m"}, SERVER)
+    d = drift.compare_args({"enable-metrics": False, "model-path": "/m"}, SERVER)
     assert [m["flag"] for m in d["mismatches"]] == ["enable-metrics"]
 
 
 def test_drift_warns_when_sglang_resolved_something_else():
     server = dict(SERVER, launch_command="--model-path /m --attention-backend fa3", attention_backend="triton")
-    d = lib.compare_args({"model-path": "/m", "attention-backend": "fa3"}, server)
+    d = drift.compare_args({"model-path": "/m", "attention-backend": "fa3"}, server)
     assert d["ok"]
     assert d["resolved"] == [{"flag": "attention-backend", "asked": "fa3", "resolved": "triton"}]
 
@@ -145,14 +147,14 @@ def test_drift_warns_when_sglang_resolved_something_else():
 def test_drift_falls_back_to_resolved_fields_without_launch_command():
     server = dict(SERVER)
     del server["launch_command"]
-    d = lib.compare_args({"tp": 8, "model-path": "/x", "no-such-flag": 1}, server)
+    d = drift.compare_args({"tp": 8, "model-path": "/x", "no-such-flag": 1}, server)
     assert d["source"] == "server_info fields"
     assert [m["flag"] for m in d["mismatches"]] == ["model-path"]
     assert d["unverifiable"] == ["no-such-flag"]
 
 
 def test_drift_ignore_list():
-    d = lib.compare_args({"model-path": "/other"}, SERVER, ignore=["model-path", "served-model-name", "tp",
+    d = drift.compare_args({"model-path": "/other"}, SERVER, ignore=["model-path", "served-model-name", "tp",
                                                                      "enable-metrics", "speculative-algorithm",
                                                                      "json-model-override-args", "api-key",
                                                                      "log-level"])
@@ -162,20 +164,20 @@ def test_drift_ignore_list():
 @pytest.mark.parametrize("a,b", [(8, "8"), ("0.85", 0.85), (True, True), ([1, 2, 4], "1 2 4"),
                                  ({"b": 1, "a": 2}, '{"a": 2, "b": 1}')])
 def test_value_normalisation(a, b):
-    assert lib._norm_value(a) == lib._norm_value(b)
+    assert flags.norm_value(a) == flags.norm_value(b)
 
 
 def test_redact_launch_command():
-    r = lib.redact_launch_command("--api-key abc --port 1 --admin-api-key=xyz")
+    r = flags.redact_launch_command("--api-key abc --port 1 --admin-api-key=xyz")
     assert r == "--api-key <redacted> --port 1 --admin-api-key=<redacted>"
 
 
 def test_flag_hash_stable_and_sensitive():
-    a = lib.flag_hash({"tp": 8, "model-path": "/m"})
-    assert a == lib.flag_hash({"model-path": "/m", "tp": 8})
-    assert a != lib.flag_hash({"model-path": "/m", "tp": 4})
+    a = flags.flag_hash({"tp": 8, "model-path": "/m"})
+    assert a == flags.flag_hash({"model-path": "/m", "tp": 8})
+    assert a != flags.flag_hash({"model-path": "/m", "tp": 4})
     # the API key does not change the flag set
-    assert a == lib.flag_hash({"model-path": "/m", "tp": 8, "api-key": "k"})
+    assert a == flags.flag_hash({"model-path": "/m", "tp": 8, "api-key": "k"})
 
 
 # ---------------------------------------------------------------- bench_serving / metrics parsing
@@ -183,7 +185,7 @@ def test_parse_bench_serving_jsonl_takes_last_record():
     text = json.dumps({"median_tpot_ms": 10.0, "output_throughput": 1}) + "\n" + \
         json.dumps({"median_tpot_ms": 4.0, "output_throughput": 250.5, "median_ttft_ms": 17.0,
                     "completed": 8, "max_concurrency": 1}) + "\n"
-    r = lib.parse_bench_serving_jsonl(text)
+    r = stats.parse_bench_serving_jsonl(text)
     assert r["output_throughput"] == 250.5
     assert r["decode_tps_from_tpot"] == 250.0
     assert r["median_ttft_ms"] == 17.0
@@ -191,15 +193,15 @@ def test_parse_bench_serving_jsonl_takes_last_record():
 
 def test_parse_bench_serving_jsonl_empty_raises():
     with pytest.raises(ValueError):
-        lib.parse_bench_serving_jsonl("\n")
+        stats.parse_bench_serving_jsonl("\n")
 
 
 def test_parse_prometheus_value():
     text = ("# HELP sglang:spec_accept_length x\n"
             "sglang:spec_accept_length_total 9\n"
             'sglang:spec_accept_length{model_name="m",tp_rank="0"} 2.35\n')
-    assert lib.parse_prometheus_value(text, "sglang:spec_accept_length") == 2.35
-    assert lib.parse_prometheus_value(text, "sglang:nope") is None
+    assert prometheus.parse_prometheus_value(text, "sglang:spec_accept_length") == 2.35
+    assert prometheus.parse_prometheus_value(text, "sglang:nope") is None
 
 
 # ---------------------------------------------------------------- gates
@@ -209,19 +211,19 @@ def _result(tps=100.0, ttft=20.0, failures=()):
 
 
 def test_gates_pass():
-    ok, fails, rows = lib.evaluate_gates(_result(), {"min_decode_tps": 71.6, "max_ttft_ms": 500,
+    ok, fails, rows = gates.evaluate_gates(_result(), {"min_decode_tps": 71.6, "max_ttft_ms": 500,
                                                      "regression_ratio": 0.9})
     assert ok and fails == []
     assert [r["ok"] for r in rows] == [True, True]  # the regression gates are sglang_verify_baseline's
 
 
 def test_gate_min_tps_fails_with_figure():
-    ok, fails, _ = lib.evaluate_gates(_result(tps=50.0), {"min_decode_tps": "71.6"})
+    ok, fails, _ = gates.evaluate_gates(_result(tps=50.0), {"min_decode_tps": "71.6"})
     assert not ok and "50.0 tok/s is under the gate of 71.6" in fails[0]
 
 
 def test_gate_max_ttft_fails():
-    ok, fails, _ = lib.evaluate_gates(_result(ttft=900.0), {"max_ttft_ms": 500})
+    ok, fails, _ = gates.evaluate_gates(_result(ttft=900.0), {"max_ttft_ms": 500})
     assert not ok and "900.0 ms is over the gate of 500" in fails[0]
 
 
@@ -229,19 +231,19 @@ def test_probe_failures_and_drift_fail_the_gate():
     r = _result(failures=['probe "What is 2+2?": expected "4" (exact), got "!!!!"'])
     r["drift"] = {"ok": False, "mismatches": [{"flag": "tp", "expected": 8, "actual": "4"}],
                   "extra": [{"flag": "x", "value": True}]}
-    ok, fails, _ = lib.evaluate_gates(r, {"fail_on_drift": True, "fail_on_extra_flags": "false"})
+    ok, fails, _ = gates.evaluate_gates(r, {"fail_on_drift": True, "fail_on_extra_flags": "false"})
     assert not ok
     assert fails[0].endswith('got "!!!!"')
     assert "tp expected 8, running 4" in fails[1]
     assert len(fails) == 2
-    ok, fails, _ = lib.evaluate_gates(dict(r, failures=[]), {"fail_on_drift": False, "fail_on_extra_flags": True})
+    ok, fails, _ = gates.evaluate_gates(dict(r, failures=[]), {"fail_on_drift": False, "fail_on_extra_flags": True})
     assert not ok and fails == ["drift: flags not in the inventory: --x"]
 
 
 def test_missing_single_stream_figure_fails():
     r = _result(tps=None)
     r["single_stream"]["error_messages"] = ["stream ended before [DONE] after 3 chunk(s)"]
-    ok, fails, _ = lib.evaluate_gates(r, {})
+    ok, fails, _ = gates.evaluate_gates(r, {})
     assert not ok and "before [DONE]" in fails[0]
 
 
@@ -258,13 +260,13 @@ def test_summary_md_and_history_record():
                                  "levels": [{"concurrency": 1, "output_throughput": 70.1},
                                             {"concurrency": 4, "output_throughput": 250.0}]},
                        "drift": {"extra": [{"flag": "log-level", "value": "info"}], "resolved": []}}}
-    md = lib.render_summary_md({"run_id": "R", "hosts": {"gpu1": host}})
+    md = render.render_summary_md({"run_id": "R", "hosts": {"gpu1": host}})
     assert "| gpu1 | **FAIL** | 0.5.23 | `abc` |" in md
     assert "70.1 (1), 250.0 (4)" in md
     assert "| 71.6 (69.0-75.0) |" in md and "| 70.0 (4) |" in md  # the figure with its spread; the baseline
     assert "a\\|b" in md  # a pipe in quoted output does not break the table
     assert "`--log-level info`" in md
-    h = lib.history_record("R", "gpu1", host)
+    h = render.history_record("R", "gpu1", host)
     assert h["decode_tps"] == 71.6 and h["sweep"] == {"1": 70.1, "4": 250.0} and h["passed"] is False
 
 
@@ -272,7 +274,7 @@ def test_console_table_shows_each_probe_answer_and_marks_a_wrong_one():
     result = {"server": {"version": "0.5.23"}, "single_stream": {"decode_tps": 250.0},
               "probes": [{"prompt": "What is 2+2?", "output": "4", "ok": True},
                          {"prompt": "Say hello.", "output": "!!!!!!!!", "ok": False}]}
-    lines = lib.console_lines("h1", result, {"passed": False, "rows": [], "failures": []})
+    lines = render.console_lines("h1", result, {"passed": False, "rows": [], "failures": []})
     assert any("'What is 2+2?' -> '4'" in line and "FAIL" not in line for line in lines)
     assert any("'Say hello.' -> '!!!!!!!!'  (FAIL)" in line for line in lines)
     assert "probes                       1/2 passed" in lines

@@ -3,31 +3,16 @@ fake SGLang server on a local socket (standard library http.server), so that the
 timing, a connection that dies midway and a server that answers garbage are exercised without
 a real model."""
 
-import importlib.util
 import json
-import os
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MU = os.path.join(ROOT, "roles", "sglang_verify", "module_utils")
-sys.path.insert(0, MU)
-
-import sglang_verify_client  # noqa: E402
-import sglang_verify_lib  # noqa: E402
-
-import ansible.module_utils.basic  # noqa: E402,F401  (the module runs on it; a missing ansible is an error, not a skip)
 # the module imports its helpers as ansible.module_utils.<name>, as Ansible ships them
-sys.modules["ansible.module_utils.sglang_verify_lib"] = sglang_verify_lib
-sys.modules["ansible.module_utils.sglang_verify_client"] = sglang_verify_client
-_spec = importlib.util.spec_from_file_location(
-    "sglang_probe", os.path.join(ROOT, "roles", "sglang_verify", "library", "sglang_probe.py"))
-probe = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(probe)
+import sglang_probe as probe
+from ansible.module_utils import sglang_verify_client
 
 ANSWERS = {"What is 2+2?": "4", "Say hello.": "hello"}
 

@@ -8,14 +8,14 @@ pin down one behaviour each (speculative multi-token chunks, a stream dying midw
 
 import json
 import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "roles", "sglang_verify", "module_utils"))
+from ansible.module_utils import sglang_verify_output as output
+from ansible.module_utils import sglang_verify_stats as stats
+from ansible.module_utils import sglang_verify_stream as stream
 
-import sglang_verify_lib as lib  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "sse")
 
@@ -26,12 +26,12 @@ def load(name):
 
 
 def replay(name):
-    return lib.replay_recorded(load(name))
+    return stream.replay_recorded(load(name))
 
 
 # ---------------------------------------------------------------- parser
 def test_parser_joins_multiline_data_and_skips_comments_and_other_fields():
-    p = lib.SSEParser()
+    p = stream.SSEParser()
     got = []
     for line in [": comment", "event: message", "id: 7", "data: {\"a\":", "data: 1}", "", "data: [DONE]", ""]:
         got.extend(p.feed(line))
@@ -39,20 +39,20 @@ def test_parser_joins_multiline_data_and_skips_comments_and_other_fields():
 
 
 def test_parser_accepts_bytes_crlf_and_no_space_after_colon():
-    p = lib.SSEParser()
+    p = stream.SSEParser()
     got = p.feed(b"data:{\"x\": 1}\r\n") + p.feed(b"\r\n")
     assert got == ['{"x": 1}']
 
 
 def test_parser_dispatches_pending_event_when_blank_separator_missing():
-    p = lib.SSEParser()
+    p = stream.SSEParser()
     assert p.feed('data: {"n": 1}') == []
     assert p.feed('data: {"n": 2}') == ['{"n": 1}']
     assert p.close() == ['{"n": 2}']
 
 
 def test_parser_does_not_split_an_incomplete_json_payload():
-    p = lib.SSEParser()
+    p = stream.SSEParser()
     assert p.feed('data: {"n":') == []
     assert p.feed("data: 1}") == []
     assert p.feed("") == ['{"n":\n1}']
@@ -73,7 +73,7 @@ def test_real_probe_stream_text_finish_and_usage_crosscheck():
 
 def test_real_ignore_eos_stream_counts_and_decode_rate():
     recs = load("sglang-0.5.23-ignore-eos-32.jsonl")
-    m = lib.replay_recorded(recs)
+    m = stream.replay_recorded(recs)
     assert m["ok"]
     assert m["completion_tokens"] == 32 == m["stream_tokens"]
     assert m["finish_reason"] == "length"
@@ -98,7 +98,7 @@ def test_real_ignore_eos_stream_counts_and_decode_rate():
 
 
 def test_real_stream_without_per_chunk_usage_uses_the_final_usage():
-    m = lib.replay_recorded(load("sglang-0.5.23-ignore-eos-32-final-usage-only.jsonl"))
+    m = stream.replay_recorded(load("sglang-0.5.23-ignore-eos-32-final-usage-only.jsonl"))
     assert m["ok"]
     # 31 text chunks, 32 tokens by the final usage, finish `length`: one chunk had 2 tokens,
     # which only the final usage shows, so the decode tokens are spread over the chunks
@@ -129,7 +129,7 @@ def test_per_chunk_itl_would_have_been_wrong():
     above can only pass because the tokens in each chunk are counted."""
     m = replay("spec-multi-token-continuous-usage.jsonl")
     naive = [0.030] * 4
-    assert lib.percentile(m["itl_s"], 50) != pytest.approx(lib.percentile(naive, 50))
+    assert stats.percentile(m["itl_s"], 50) != pytest.approx(stats.percentile(naive, 50))
 
 
 def test_multi_token_chunks_without_per_chunk_usage_use_the_final_usage():
@@ -176,7 +176,7 @@ def test_wire_quirks():
 def test_garbage_stream_is_flagged_by_the_detector():
     m = replay("garbage-exclamation.jsonl")
     assert m["ok"]
-    reason = lib.detect_garbage(m["text"])
+    reason = output.detect_garbage(m["text"])
     assert reason is not None and '"!"' in reason
 
 
@@ -184,7 +184,7 @@ def test_garbage_stream_is_flagged_by_the_detector():
 def test_summary_excludes_failed_runs_and_takes_medians():
     good = replay("spec-multi-token-continuous-usage.jsonl")
     dead = replay("died-midway-eof.jsonl")
-    s = lib.summarize_single_stream([good, dead, good])
+    s = stats.summarize_single_stream([good, dead, good])
     assert s["runs"] == 3 and s["errors"] == 1
     assert s["decode_tps"] == pytest.approx(round(8 / 0.120, 2))
     assert s["ttft_ms"] == pytest.approx(100.0)

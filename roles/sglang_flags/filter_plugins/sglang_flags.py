@@ -1,15 +1,8 @@
 """Render SGLang launch flags and environment from inventory data.
 
-The flag model (inventory variable ``sglang_server_args``) is a mapping of flag name to value:
-
-* the name is the long option without its leading dashes (``model-path``); underscores are
-  accepted and folded to dashes, so ``model_path`` and ``model-path`` are the same flag and
-  giving both is an error;
-* ``true`` renders a bare flag (``--trust-remote-code``);
-* ``false`` or ``null`` omits the flag;
-* a list renders the flag once followed by every item (argparse ``nargs``);
-* a mapping renders as one JSON argument (``--json-model-override-args '{"a": 1}'``);
-* anything else is rendered with ``str()``.
+The flag model (``sglang_server_args``: names, values, argv, systemd quoting) is
+module_utils/sglang_flags_model.py at the repository's root, shared with the modules that run
+on the hosts; these filters expose it to templates and turn its errors into filter errors.
 
 The environment (``sglang_server_env``) is a mapping of variable name to value; ``null``
 omits the variable.
@@ -17,106 +10,46 @@ omits the variable.
 
 from __future__ import annotations
 
-import json
+import functools
+import importlib.util
+import os
 import re
 
 from ansible.errors import AnsibleFilterError
 
-_FLAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# characters that never need quoting in a systemd command line
-_SYSTEMD_SAFE = re.compile(r"^[A-Za-z0-9_@+=:,./-]+$")
 
 
-def normalize_flag(name) -> str:
-    """``--model_path`` / ``model-path`` -> ``model-path``; rejects what argparse never accepts."""
-    if not isinstance(name, str):
-        raise AnsibleFilterError(
-            f"sglang_server_args: flag name {name!r} is not a string; "
-            "write the long option without dashes, e.g. 'model-path'"
-        )
-    flag = name.strip().lstrip("-").replace("_", "-")
-    if not _FLAG_RE.match(flag):
-        raise AnsibleFilterError(
-            f"sglang_server_args: {name!r} is not a valid flag name; use the long option "
-            "without leading dashes, letters, digits and '-' only (e.g. 'model-path')"
-        )
-    return flag
+def _load_model():
+    """Ansible ships module_utils/ to the hosts (ansible.cfg ``module_utils``), but on the
+    controller ``ansible.module_utils`` is the installed package: load the file by path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir,
+                        "module_utils", "sglang_flags_model.py")
+    spec = importlib.util.spec_from_file_location("_sglang_flags_model", os.path.normpath(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _scalar(flag: str, value) -> str:
-    if isinstance(value, bool):  # only reachable inside lists
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    if isinstance(value, (list, tuple)):
-        raise AnsibleFilterError(
-            f"sglang_server_args['{flag}']: nested lists are not supported; give a flat list"
-        )
-    return str(value)
+MODEL = _load_model()
 
 
-def sglang_normalize_args(args) -> dict:
-    """Fold flag names and drop omitted flags; keeps the inventory's order."""
-    if args is None:
-        return {}
-    if not isinstance(args, dict):
-        raise AnsibleFilterError(
-            f"sglang_server_args must be a mapping of flag -> value, got {type(args).__name__}"
-        )
-    out: dict = {}
-    seen: dict = {}
-    for name, value in args.items():
-        flag = normalize_flag(name)
-        if flag in seen:
-            raise AnsibleFilterError(
-                f"sglang_server_args: {name!r} and {seen[flag]!r} are the same flag --{flag}; keep one"
-            )
-        seen[flag] = name
-        if value is None or value is False:
-            continue
-        out[flag] = value
-    return out
+def _filter(func):
+    """The model's function, raising AnsibleFilterError with the model's message."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except MODEL.FlagModelError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+    return wrapper
 
 
-def sglang_argv(args) -> list:
-    """The argv tokens after ``-m sglang.launch_server``."""
-    argv: list = []
-    for flag, value in sglang_normalize_args(args).items():
-        argv.append(f"--{flag}")
-        if value is True:
-            continue
-        if isinstance(value, (list, tuple)):
-            if not value:
-                raise AnsibleFilterError(
-                    f"sglang_server_args['{flag}'] is an empty list; use null to omit the flag"
-                )
-            argv.extend(_scalar(flag, v) for v in value)
-        else:
-            argv.append(_scalar(flag, value))
-    return argv
-
-
-def systemd_quote(token) -> str:
-    """Quote one word for a systemd ExecStart= line (``%`` and ``$`` escaped)."""
-    token = str(token)
-    escaped = token.replace("%", "%%").replace("$", "$$")
-    if token and _SYSTEMD_SAFE.match(token):
-        return escaped
-    escaped = escaped.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
-
-
-def sglang_exec_lines(argv) -> list:
-    """Group argv into one line per flag (flag + its values), systemd-quoted."""
-    lines: list = []
-    for token in argv:
-        quoted = systemd_quote(token)
-        if str(token).startswith("--") or not lines:
-            lines.append(quoted)
-        else:
-            lines[-1] += " " + quoted
-    return lines
+normalize_flag = _filter(MODEL.normalize_flag)
+sglang_normalize_args = _filter(MODEL.normalize_args)
+sglang_argv = _filter(MODEL.argv)
+systemd_quote = MODEL.systemd_quote
+sglang_exec_lines = MODEL.exec_lines
 
 
 def sglang_env_lines(env) -> list:

@@ -82,17 +82,12 @@ import time
 import concurrent.futures as cf
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_flags_model import FlagModelError, redact_launch_command
+from ansible.module_utils.sglang_prometheus import parse_prometheus_value
 from ansible.module_utils.sglang_verify_client import Client, chat_body, single_stream
-from ansible.module_utils.sglang_verify_lib import (
-    compare_args,
-    detect_garbage,
-    match_answer,
-    parse_bench_serving_jsonl,
-    parse_prometheus_value,
-    quote,
-    redact_launch_command,
-    median,
-)
+from ansible.module_utils.sglang_verify_drift import compare_args
+from ansible.module_utils.sglang_verify_output import detect_garbage, match_answer, quote
+from ansible.module_utils.sglang_verify_stats import median, parse_bench_serving_jsonl
 
 
 def generation(env_link):
@@ -431,7 +426,10 @@ def main():
         if not info:
             failures.append("drift: /server_info answered %s" % facts["server_info_status"])
         else:
-            result["drift"] = compare_args(p["expected_args"], info, p["drift_ignore"])
+            try:
+                result["drift"] = compare_args(p["expected_args"], info, p["drift_ignore"])
+            except FlagModelError as exc:
+                failures.append("drift: %s" % exc)
     if "probes" in checks:
         probes, pf = timed("probes", run_probes, client, model, p)
         result["probes"] = probes

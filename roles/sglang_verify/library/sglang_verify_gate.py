@@ -65,7 +65,9 @@ from ansible.module_utils.sglang_verify_baseline import (
     summarize,
     wants_reset,
 )
-from ansible.module_utils.sglang_verify_lib import SECRET_FLAGS, console_lines, evaluate_gates, flag_hash
+from ansible.module_utils.sglang_flags_model import flag_hash, redact_flags
+from ansible.module_utils.sglang_verify_gates import evaluate_gates
+from ansible.module_utils.sglang_verify_render import console_lines
 from ansible.module_utils.sglang_verify_store import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
@@ -116,7 +118,7 @@ def main():
         failures += reg_failures
         passed = passed and not reg_failures
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    flags = dict((k, "<redacted>" if k in SECRET_FLAGS else v) for k, v in p["expected_args"].items())
+    flags = redact_flags(p["expected_args"])
     host_report = {
         "host": p["host"],
         "run_id": p["run_id"],

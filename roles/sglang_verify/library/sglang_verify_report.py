@@ -37,7 +37,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.sglang_verify_lib import history_record, render_summary_md
+from ansible.module_utils.sglang_verify_render import history_record, render_summary_md
 from ansible.module_utils.sglang_verify_store import read_json, write_json, write_text
 
 

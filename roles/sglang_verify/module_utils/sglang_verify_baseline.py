@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 
-from ansible.module_utils.sglang_verify_lib import median
+from ansible.module_utils.sglang_verify_stats import median
 
 # 1.4826 x MAD estimates the standard deviation of normally distributed figures
 MAD_TO_SIGMA = 1.4826

@@ -1,20 +1,20 @@
 # -*- coding: utf-8 -*-
-# HTTP client of the sglang_verify role: plain and streamed chat completions against an SGLang
-# server, timed per received chunk. Standard library only (urllib); used by the sglang_probe
-# module on the host and by scripts/bench-compare.py.
-"""Stdlib HTTP client for SGLang's OpenAI-compatible endpoints."""
+# Client of the sglang_verify role: plain and streamed chat completions against an SGLang
+# server, timed per received chunk, over the project's one HTTP client
+# (module_utils/sglang_http.py). Standard library only; used by the sglang_probe module on the
+# host and by scripts/bench-compare.py.
+"""SGLang's OpenAI-compatible endpoints, as the verification asks them."""
 
 from __future__ import absolute_import, division, print_function
 
 import json
 import time
-import urllib.request as urlrequest
 from urllib.error import HTTPError, URLError
 
-try:
-    from ansible.module_utils.sglang_verify_lib import SSEParser, StreamAccumulator, quote, summarize_single_stream
-except ImportError:  # outside Ansible: module_utils/ is on sys.path
-    from sglang_verify_lib import SSEParser, StreamAccumulator, quote, summarize_single_stream
+from ansible.module_utils.sglang_http import JSON_HEADERS, open_url, request
+from ansible.module_utils.sglang_verify_output import quote
+from ansible.module_utils.sglang_verify_stats import summarize_single_stream
+from ansible.module_utils.sglang_verify_stream import SSEParser, StreamAccumulator
 
 __metaclass__ = type
 
@@ -25,34 +25,29 @@ class Client:
         self.api_key = api_key
         self.timeout = timeout
 
-    def _req(self, path, body=None):
-        headers = {"Content-Type": "application/json"}
+    def _headers(self):
+        headers = dict(JSON_HEADERS)
         if self.api_key:
             headers["Authorization"] = "Bearer " + self.api_key
-        data = json.dumps(body).encode("utf-8") if body is not None else None
-        return urlrequest.Request(self.base + path, data=data, headers=headers)
+        return headers
 
     def get(self, path, timeout=None):
         """(status, body text); status 0 with the error text when the connection failed."""
-        try:
-            resp = urlrequest.urlopen(self._req(path), timeout=timeout or self.timeout)
-            return resp.getcode(), resp.read().decode("utf-8", errors="replace")
-        except HTTPError as e:
-            return e.code, e.read().decode("utf-8", errors="replace")
-        except (URLError, OSError) as e:
-            return 0, str(e)
+        return request(self.base + path, headers=self._headers(), timeout=timeout or self.timeout)
 
     def post_json(self, path, body):
+        """(status, decoded JSON answer); {"error": text} when the answer is an HTTP error, no
+        answer (status 0) or not JSON (status 0)."""
+        status, text = request(self.base + path, body, headers=self._headers(), timeout=self.timeout)
+        if not 200 <= status < 300:
+            return status, {"error": text}
         try:
-            resp = urlrequest.urlopen(self._req(path, body), timeout=self.timeout)
-            return resp.getcode(), json.loads(resp.read().decode("utf-8", errors="replace"))
-        except HTTPError as e:
-            return e.code, {"error": e.read().decode("utf-8", errors="replace")}
-        except (URLError, OSError, ValueError) as e:
+            return status, json.loads(text)
+        except ValueError as e:
             return 0, {"error": str(e)}
 
     def stream_chat(self, body):
-        """One streamed chat completion; returns lib.stream_metrics() figures."""
+        """One streamed chat completion; returns sglang_verify_stream.stream_metrics() figures."""
         body = dict(body, stream=True)
         opts = dict(body.get("stream_options") or {})
         opts.update({"include_usage": True, "continuous_usage_stats": True})
@@ -62,7 +57,7 @@ class Client:
         acc = StreamAccumulator(t0)
         err = None
         try:
-            resp = urlrequest.urlopen(self._req("/v1/chat/completions", body), timeout=self.timeout)
+            resp = open_url(self.base + "/v1/chat/completions", body, headers=self._headers(), timeout=self.timeout)
             while True:
                 line = resp.readline()
                 if not line:

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Output checks of the sglang_verify role: bounded quoting of model output for messages, the
+# garbage detector and probe answer matching. Standard library only (runs on the GPU host with
+# the probe module).
+"""Checks of what the model answered."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import re
+
+__metaclass__ = type
+
+
+def quote(text, limit=160):
+    """A bounded, unambiguous rendering of model output for messages."""
+    if text is None:
+        return "<none>"
+    s = str(text)
+    if len(s) > limit:
+        s = s[:limit] + "...(%d chars)" % len(s)
+    return json.dumps(s, ensure_ascii=False)
+
+
+def detect_garbage(text, min_run=8, dominance=0.5):
+    """Return a reason string when `text` looks like broken decoding, else None.
+
+    - empty (or whitespace-only) output;
+    - U+FFFD replacement characters (invalid bytes decoded);
+    - one short unit (1-4 characters with something other than whitespace, e.g. "!" or
+      "ab") repeated at least `min_run` times in a row and covering at least `dominance`
+      of the output, e.g. "!!!!!!!!!!" or "the the the the ...";
+    - one word repeated at least `min_run` times in a row, making up `dominance` of the words.
+    """
+    if text is None or not text.strip():
+        return "empty output"
+    if u"\ufffd" in text:
+        return "replacement character U+FFFD in output"
+    stripped = text.strip()
+    total = len(stripped)
+    best = None
+    for width in (1, 2, 3, 4):
+        pat = re.compile(r"((.{%d}))\2{%d,}" % (width, min_run - 1), re.S)
+        for m in pat.finditer(stripped):
+            unit = m.group(2)
+            if not unit.strip():
+                continue
+            span = len(m.group(0))
+            if best is None or span > best[1]:
+                best = (unit, span)
+    if best and best[1] >= dominance * total:
+        return "the unit %s repeated %d times (%d%% of the output)" % (
+            quote(best[0]), best[1] // len(best[0]), 100 * best[1] // total)
+    words = stripped.split()
+    run, best_run, best_word = 1, 1, None
+    for i in range(1, len(words)):
+        run = run + 1 if words[i] == words[i - 1] else 1
+        if run > best_run:
+            best_run, best_word = run, words[i]
+    if best_run >= min_run and best_run >= dominance * len(words):
+        return "the word %s repeated %d times in a row (%d of %d words)" % (
+            quote(best_word), best_run, best_run, len(words))
+    return None
+
+
+def match_answer(output, expect, match="contains"):
+    """Does the model's answer satisfy the probe? exact compares stripped text,
+    contains is case-insensitive, regex uses re.search."""
+    if output is None:
+        return False
+    if match == "exact":
+        return output.strip() == str(expect).strip()
+    if match == "contains":
+        return str(expect).lower() in output.lower()
+    if match == "regex":
+        return re.search(str(expect), output) is not None
+    raise ValueError("unknown match mode %r" % match)

@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Report rendering of the sglang_verify role: the console table of one host, the Markdown
+# summary of a run and the history record. Controller side only (sglang_verify_gate and
+# sglang_verify_report modules).
+"""Text of the verification report."""
+
+from __future__ import absolute_import, division, print_function
+
+
+__metaclass__ = type
+
+
+def _fmt(v, nd=1):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return ("%." + str(nd) + "f") % v
+    return str(v)
+
+
+def console_lines(host, result, gate):
+    """The short table shown on the console for one host."""
+    s = result.get("single_stream") or {}
+    lines = [
+        "%-28s %s" % ("host", host),
+        "%-28s %s" % ("verdict", "PASS" if gate["passed"] else "FAIL"),
+        "%-28s %s" % ("sglang", (result.get("server") or {}).get("version")),
+        "%-28s %s" % ("probes", _probe_line(result)),
+    ]
+    for pr in result.get("probes") or []:
+        lines.append("%-28s %r -> %r%s" % ("  answer", _clip(pr.get("prompt"), 40), _clip(pr.get("output"), 60),
+                                           "" if pr.get("ok") else "  (FAIL)"))
+    lines += [
+        "%-28s %s tok/s, median of %s runs (min %s, max %s; runs %s)" % (
+            "single-stream decode", _fmt(s.get("decode_tps")), len(s.get("decode_tps_runs") or []),
+            _fmt(_spread(s.get("decode_tps_runs"), min)), _fmt(_spread(s.get("decode_tps_runs"), max)),
+            s.get("decode_tps_runs")),
+        "%-28s %s ms (min %s, max %s)" % ("median TTFT", _fmt(s.get("ttft_ms")),
+                                          _fmt(_spread(s.get("ttft_ms_runs"), min)),
+                                          _fmt(_spread(s.get("ttft_ms_runs"), max))),
+        "%-28s %s / %s / %s ms" % ("ITL p50/p90/p99 (per token)", _fmt(s.get("itl_ms_p50"), 2),
+                                   _fmt(s.get("itl_ms_p90"), 2), _fmt(s.get("itl_ms_p99"), 2)),
+    ]
+    sweep = result.get("sweep") or {}
+    for lvl in sweep.get("levels") or []:
+        lines.append("%-28s %s tok/s, errors %s" % (
+            "concurrency %s output" % lvl.get("concurrency"), _fmt(lvl.get("output_throughput")),
+            lvl.get("errors")))
+    if sweep.get("tool"):
+        lines.append("%-28s %s" % ("sweep measured by", sweep["tool"]))
+    if sweep.get("note"):
+        lines.append("%-28s %s" % ("sweep note", sweep["note"][:300]))
+    spec = (result.get("server") or {}).get("spec_accept_length")
+    if spec:
+        lines.append("%-28s %s" % ("spec accept length", _fmt(spec, 2)))
+    for r in gate.get("rows") or []:
+        lines.append("%-28s %s %s (limit %s) %s%s" % (
+            "gate " + r["gate"], _fmt(r["value"]), r["unit"], _fmt(r["limit"]), "ok" if r["ok"] else "FAIL",
+            "; " + r["note"] if r.get("note") else ""))
+    for f in gate.get("failures") or []:
+        lines.append("FAIL: " + f)
+    return lines
+
+
+def _spread(values, pick):
+    vals = [v for v in values or [] if v is not None]
+    return pick(vals) if vals else None
+
+
+def _clip(text, n):
+    text = "" if text is None else str(text)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _probe_line(result):
+    probes = result.get("probes")
+    if probes is None:
+        return "not run"
+    n = len(probes)
+    bad = sum(1 for p in probes if not p.get("ok"))
+    return "%d/%d passed" % (n - bad, n)
+
+
+def render_summary_md(report):
+    """Markdown summary of one run (all hosts verified so far in it)."""
+    out = ["# SGLang verification %s" % report.get("run_id"), ""]
+    out.append("| host | verdict | sglang | flags | probes | decode tok/s (min-max) | TTFT ms | ITL p50/p90/p99 ms "
+               "| sweep tok/s (concurrency) | spec accept | baseline tok/s (n) |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for host in sorted(report.get("hosts") or {}):
+        h = report["hosts"][host]
+        res = h.get("result") or {}
+        s = res.get("single_stream") or {}
+        sweep = res.get("sweep") or {}
+        sw = ", ".join("%s (%s)" % (_fmt(lv.get("output_throughput")), lv.get("concurrency"))
+                       for lv in sweep.get("levels") or []) or "-"
+        bstats = (h.get("baseline_stats") or {}).get("decode_tps") or {}
+        base = "%s (%s)" % (_fmt(bstats.get("median")), bstats.get("n")) if bstats else "collecting"
+        tps = "%s (%s-%s)" % (_fmt(s.get("decode_tps")), _fmt(_spread(s.get("decode_tps_runs"), min)),
+                              _fmt(_spread(s.get("decode_tps_runs"), max)))
+        out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s / %s / %s | %s | %s | %s |" % (
+            host, "PASS" if h.get("passed") else "**FAIL**", (res.get("server") or {}).get("version"),
+            h.get("flag_hash"), _probe_line(res), tps, _fmt(s.get("ttft_ms")),
+            _fmt(s.get("itl_ms_p50"), 2), _fmt(s.get("itl_ms_p90"), 2), _fmt(s.get("itl_ms_p99"), 2),
+            sw, _fmt((res.get("server") or {}).get("spec_accept_length"), 2), base))
+    out.append("")
+    for host in sorted(report.get("hosts") or {}):
+        h = report["hosts"][host]
+        res = h.get("result") or {}
+        fails = h.get("failures") or []
+        drift = res.get("drift") or {}
+        sweep = res.get("sweep") or {}
+        if not (fails or drift.get("extra") or drift.get("resolved") or sweep.get("note")):
+            continue
+        out.append("## %s" % host)
+        out.append("")
+        for f in fails:
+            out.append("- FAIL: %s" % f.replace("|", "\\|"))
+        for e in drift.get("extra") or []:
+            out.append("- flag on the server, not in the inventory: `--%s %s`" % (e["flag"], e["value"]))
+        for r in drift.get("resolved") or []:
+            out.append("- `--%s %s` resolved by SGLang to `%s`" % (r["flag"], r["asked"], r["resolved"]))
+        if sweep.get("note"):
+            out.append("- sweep: %s" % sweep["note"])
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def history_record(run_id, host, host_report):
+    res = host_report.get("result") or {}
+    s = res.get("single_stream") or {}
+    sweep = res.get("sweep") or {}
+    return {
+        "run_id": run_id,
+        "time": host_report.get("time"),
+        "host": host,
+        "passed": host_report.get("passed"),
+        "mode": host_report.get("mode"),
+        "flag_hash": host_report.get("flag_hash"),
+        "version": (res.get("server") or {}).get("version"),
+        "decode_tps": s.get("decode_tps"),
+        "ttft_ms": s.get("ttft_ms"),
+        "itl_ms_p50": s.get("itl_ms_p50"),
+        "itl_ms_p99": s.get("itl_ms_p99"),
+        "sweep": dict((str(lv.get("concurrency")), lv.get("output_throughput"))
+                      for lv in sweep.get("levels") or []),
+        "spec_accept_length": (res.get("server") or {}).get("spec_accept_length"),
+    }
