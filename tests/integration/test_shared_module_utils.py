@@ -2,7 +2,7 @@
 when Ansible runs them for real (local connection, this interpreter): the probe's drift of
 roles/sglang_verify reads the flag model, through the same variables a deploy uses, and the
 router and readiness modules of roles/sglang_router and roles/sglang_server load the shared HTTP
-client. A module_utils that Ansible cannot find fails before the module runs ("Could not find
+client (the router module its role's module_utils too, as the role is loaded). A module_utils that Ansible cannot find fails before the module runs ("Could not find
 imported module support code")."""
 
 import json
@@ -86,15 +86,28 @@ def test_drift_of_flags_written_with_underscores_passes_in_a_real_run(tmp_path, 
     assert "FAILURES=[]" in out
 
 
-@pytest.mark.parametrize("role,module,module_args,says", [
-    ("sglang_router", "sglang_router_worker",
-     "router_url=http://127.0.0.1:9 worker_url=http://127.0.0.1:9 state=absent", "GET /workers -> no answer"),
-    # no such unit here: the module's own refusal (systemctl answers, or is missing) names it
-    ("sglang_server", "sglang_server_wait",
-     "unit=sglang-test-no-such.service url=http://127.0.0.1:9/ timeout=1", "sglang-test-no-such.service"),
-])
-def test_modules_load_the_shared_http_client(tmp_path, role, module, module_args, says):
-    rc, out = ansible("ansible", tmp_path, "all", "-M", str(ROOT / "roles" / role / "library"), "-m", module,
-                      "-a", module_args, "-e", f"ansible_python_interpreter={sys.executable}")
+def test_router_module_loads_the_shared_and_its_role_module_utils(tmp_path):
+    """sglang_router_worker imports module_utils/ (HTTP, Prometheus) and its role's own
+    (sglang_router_listing): run as the role runs it, against a router that does not answer."""
+    play = [{"name": "Router", "hosts": "all", "gather_facts": False, "tasks": [
+        {"name": "Normalise the flags", "ansible.builtin.include_role": {"name": "sglang_flags", "tasks_from": "model"}},
+        {"name": "Take the worker out", "ansible.builtin.include_role": {"name": "sglang_router", "tasks_from": "remove"}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "extra.json").write_text(json.dumps({
+        "ansible_python_interpreter": sys.executable, "sglang_router_url": "http://127.0.0.1:9",
+        "sglang_server_args": {"model_path": "/m", "port": 31000}}))
+    rc, out = ansible("ansible-playbook", tmp_path, str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}")
     assert rc != 0 and "Could not find imported module support code" not in out, out
-    assert says in out, out
+    assert "GET /workers -> no answer" in out, out
+    assert "Remove this worker and drain it" in out
+
+
+def test_readiness_module_loads_the_shared_http_client(tmp_path):
+    """sglang_server_wait run ad hoc: no unit of that name here, so the module's own refusal
+    (systemctl answers, or is missing) names the unit."""
+    rc, out = ansible("ansible", tmp_path, "all", "-M", str(ROOT / "roles" / "sglang_server" / "library"),
+                      "-m", "sglang_server_wait", "-a",
+                      "unit=sglang-test-no-such.service url=http://127.0.0.1:9/ timeout=1",
+                      "-e", f"ansible_python_interpreter={sys.executable}")
+    assert rc != 0 and "Could not find imported module support code" not in out, out
+    assert "sglang-test-no-such.service" in out, out

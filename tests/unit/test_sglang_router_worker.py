@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import sglang_router_worker as m
+from ansible.module_utils import sglang_router_listing as listing
 from ansible.module_utils.testing import patch_module_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,12 +30,12 @@ def fixture(name):
 # Pure logic
 # --------------------------------------------------------------------------------------------
 def test_normalize_url():
-    assert m.normalize_url("HTTP://Host.Example:30000/") == "http://host.example:30000"
-    assert m.normalize_url("http://10.0.0.5:30000") == m.normalize_url("http://10.0.0.5:30000//")
-    assert m.normalize_url("http://h:1/Path/") == "http://h:1/Path"  # the path keeps its case
-    assert m.normalize_url(" http://h:1 ") == "http://h:1"
-    assert m.normalize_url("h:1/") == "h:1"
-    assert m.normalize_url("http://h:30000") != m.normalize_url("http://h:30001")
+    assert listing.normalize_url("HTTP://Host.Example:30000/") == "http://host.example:30000"
+    assert listing.normalize_url("http://10.0.0.5:30000") == listing.normalize_url("http://10.0.0.5:30000//")
+    assert listing.normalize_url("http://h:1/Path/") == "http://h:1/Path"  # the path keeps its case
+    assert listing.normalize_url(" http://h:1 ") == "http://h:1"
+    assert listing.normalize_url("h:1/") == "h:1"
+    assert listing.normalize_url("http://h:30000") != listing.normalize_url("http://h:30001")
 
 
 def test_parse_workers_of_sglang_router_0_3_2():
