@@ -11,8 +11,7 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit"))
-sys.path.insert(0, os.path.join(ROOT, "roles", "sglang_verify", "module_utils"))
-import sglang_verify_lib  # noqa: E402  pylint: disable=wrong-import-position
+from ansible.module_utils import sglang_flags_model as model
 from sglang_monitoring_support import run_promtool  # noqa: E402  pylint: disable=wrong-import-position
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -68,7 +67,7 @@ def test_every_sglang_host_is_scraped_with_sglang_verifys_flag_hash(rendered):
     statics = jobs["sglang"]["static_configs"]
     assert [s["labels"]["host"] for s in statics] == names
     assert [s["targets"] for s in statics] == [["%s:%s" % (n, args["port"])] for n in names]
-    assert {s["labels"]["flag_hash"] for s in statics} == {sglang_verify_lib.flag_hash(args)}
+    assert {s["labels"]["flag_hash"] for s in statics} == {model.flag_hash(model.normalize_args(args))}
     assert [s["targets"] for s in jobs["node"]["static_configs"]] == [["%s:9100" % n] for n in names]
     assert "sglang-router" not in jobs and "dcgm" not in jobs  # no router URL, DCGM off
 

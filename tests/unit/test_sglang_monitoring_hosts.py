@@ -2,7 +2,6 @@
 labels and alert thresholds from its own variables; the flag hash is sglang_verify's."""
 
 import os
-import sys
 
 import pytest
 import yaml
@@ -10,8 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from sglang_monitoring_support import ROOT, hosts
 
-sys.path.insert(0, os.path.join(ROOT, "roles", "sglang_verify", "module_utils"))
-import sglang_verify_lib  # noqa: E402  pylint: disable=wrong-import-position
+from ansible.module_utils import sglang_flags_model as model
 
 
 def inventory_args(path):
@@ -22,8 +20,8 @@ def inventory_args(path):
 @pytest.mark.parametrize("path", ["production/group_vars/blackwell/sglang.yml", "local/group_vars/all/sglang.yml"])
 def test_flag_hash_is_sglang_verifys(path):
     args = inventory_args(path)
-    assert hosts.flag_hash(args) == sglang_verify_lib.flag_hash(args)
-    assert hosts.SECRET_FLAGS == sglang_verify_lib.SECRET_FLAGS
+    assert hosts.flag_hash(args) == model.flag_hash(model.normalize_args(args))
+    assert hosts.SECRET_FLAGS == model.SECRET_FLAGS
 
 
 def test_flag_hash_leaves_secrets_out():
@@ -103,7 +101,7 @@ def test_address_and_router_worker_url():
 
 def test_expected_args_override_is_what_sglang_verify_hashes():
     hv = {"sglang_server_args": {"port": 1}, "sglang_verify_expected_args": {"port": 2}}
-    assert hosts.host_entry("h", hv, {})["flag_hash"] == sglang_verify_lib.flag_hash({"port": 2})
+    assert hosts.host_entry("h", hv, {})["flag_hash"] == model.flag_hash({"port": 2})
 
 
 @pytest.mark.parametrize("hv,generation", [

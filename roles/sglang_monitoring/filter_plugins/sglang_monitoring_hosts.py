@@ -5,18 +5,17 @@
 
 - sglang_monitoring_hosts(hostnames, hostvars, defaults): one plain dict per SGLang host
   (address, port, labels, the thresholds of its alert rules), read from the host's own variables.
-- sglang_monitoring_flag_hash(args): the flag-set hash of roles/sglang_verify
-  (module_utils/sglang_verify_lib.py, flag_hash). A filter cannot import another role's
-  module_utils, so the definition is repeated here; tests/unit/test_sglang_monitoring_hosts.py
-  checks that both give the same hash for both inventories' flags.
+- sglang_monitoring_flag_hash(args): the flag-set hash the speed gates key their baselines by,
+  from the one flag model (module_utils/sglang_flags_model.py at the repository's root: flag
+  names folded, false/null dropped, secrets left out).
 
 Pure functions (unit tests: tests/unit/test_sglang_monitoring_hosts.py).
 """
 
 from __future__ import absolute_import, division, print_function
 
-import hashlib
-import json
+import importlib.util
+import os
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -27,8 +26,21 @@ try:
 except ImportError:  # pragma: no cover - only outside Ansible
     AnsibleFilterError = ValueError
 
-# The same tuple as roles/sglang_verify/module_utils/sglang_verify_lib.py SECRET_FLAGS.
-SECRET_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password", "watermark-config", "watermark-key")
+
+
+def _load_model():
+    """On the controller ``ansible.module_utils`` is the installed package, so the repository's
+    module_utils/sglang_flags_model.py is loaded by path (as roles/sglang_flags does)."""
+    path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                         os.pardir, "module_utils", "sglang_flags_model.py"))
+    spec = importlib.util.spec_from_file_location("_sglang_flags_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MODEL = _load_model()
+SECRET_FLAGS = MODEL.SECRET_FLAGS
 
 # SGLang 0.5.23 sets max_running_requests to 48 when the flag is not given, for these
 # speculative algorithms (sglang/srt/arg_groups/speculative_hook.py: _handle_eagle_family for
@@ -47,10 +59,8 @@ PER_HOST_KEYS = ("sglang_monitoring_node_exporter", "sglang_monitoring_dcgm",
 
 
 def flag_hash(args):
-    """Short, stable hash of the flag set, secrets left out (sglang_verify's definition)."""
-    canon = json.dumps({k: v for k, v in sorted((args or {}).items()) if k not in SECRET_FLAGS},
-                       sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]
+    """The flag-set hash of the speed gates' baselines, of inventory flags as written."""
+    return MODEL.flag_hash(MODEL.normalize_args(args or {}))
 
 
 def _blank(value):
