@@ -19,6 +19,7 @@ ANSWERS = {"What is 2+2?": "4", "Say hello.": "hello"}
 
 class Fake(BaseHTTPRequestHandler):
     mode = "good"  # good | garbage | die | stream-differs
+    bodies = []  # every POST body received
     token_delay = 0.002
 
     def log_message(self, *a):
@@ -56,6 +57,7 @@ class Fake(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Fake.bodies.append(body)
         toks, finish = self._tokens(body)
         used = len(toks) + (1 if finish == "stop" else 0)
         if not body.get("stream"):
@@ -118,6 +120,21 @@ def test_health_and_good_probes(server):
     assert fails == [], fails
     assert [r["ok"] for r in res] == [True, True, True]
     assert res[-1]["stream_tokens"] == 7
+
+
+def test_a_probe_sends_its_own_extra_body_and_only_it(server):
+    c = sglang_verify_client.Client(server, None, 10)
+    fmt = {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}}
+    probes = [{"prompt": "What is 2+2?", "expect": "4", "match": "exact"},
+              {"prompt": "Say hello.", "expect": "hello", "match": "exact", "request_extra_body": {"response_format": fmt}}]
+    Fake.bodies = []
+    res, fails = probe.run_probes(c, "fake", params(probes=probes, request_extra_body={"top_k": 1}))
+    assert fails == [], fails
+    by_prompt = {}
+    for body in Fake.bodies:
+        by_prompt.setdefault(body["messages"][0]["content"], []).append(body)
+    assert all(b.get("response_format") == fmt and b["top_k"] == 1 for b in by_prompt["Say hello."])
+    assert all("response_format" not in b and b["top_k"] == 1 for b in by_prompt["What is 2+2?"])
 
 
 def test_garbage_server_fails_probes_quoting_output(server):

@@ -168,7 +168,8 @@ def run_probes(client, model, p):
         match = probe.get("match", "contains")
         max_tokens = int(probe.get("max_tokens") or p["probe_max_tokens"])
         want_finish = probe.get("finish_reason", "stop")
-        body = chat_body(model, prompt, max_tokens, extra)
+        # a probe's own request_extra_body (e.g. response_format) goes to that probe only
+        body = chat_body(model, prompt, max_tokens, dict(extra, **(probe.get("request_extra_body") or {})))
         status, resp = client.post_json("/v1/chat/completions", body)
         rec = {"name": name, "prompt": prompt, "expect": expect, "match": match, "problems": []}
         if status != 200:
