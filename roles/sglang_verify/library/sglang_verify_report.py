@@ -20,6 +20,7 @@ description:
 options:
   run_id: {description: Identifier of the run., type: str, required: true}
   report_dir: {description: Controller directory of reports., type: path, required: true}
+  prometheus_url: {description: "Base URL of a Prometheus that scrapes the hosts; the summary links its graphs for the run's time window (empty: no links).", type: str, default: ""}
 author: [sglang_deploy]
 """
 
@@ -28,6 +29,7 @@ report: {description: Path of report.json., returned: always, type: str}
 summary: {description: Path of summary.md., returned: always, type: str}
 history: {description: Path of history.jsonl., returned: always, type: str}
 hosts: {description: Hosts in the run so far., returned: always, type: list, elements: str}
+prometheus_links: {description: "[label, URL] of the Prometheus graphs of the run's window (empty without prometheus_url).", returned: always, type: list, elements: list}
 appended: {description: History records appended by this call., returned: always, type: int}
 """
 
@@ -37,7 +39,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.sglang_verify_render import history_record, render_summary_md
+from ansible.module_utils.sglang_verify_render import history_record, prometheus_links, render_summary_md
 from ansible.module_utils.sglang_verify_store import read_json, write_json, write_text
 
 
@@ -46,6 +48,7 @@ def main():
         argument_spec=dict(
             run_id=dict(type="str", required=True),
             report_dir=dict(type="path", required=True),
+            prometheus_url=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -61,6 +64,7 @@ def main():
         "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "passed": all(h.get("passed") for h in hosts.values()) if hosts else None,
         "hosts": hosts,
+        "prometheus_links": prometheus_links(p["prometheus_url"], hosts),
     }
     paths = {
         "report": os.path.join(run_dir, "report.json"),
@@ -88,7 +92,8 @@ def main():
                     continue
                 fh.write(json.dumps(history_record(p["run_id"], host, hosts[host]), sort_keys=True) + "\n")
                 appended += 1
-    module.exit_json(changed=False, hosts=sorted(hosts), appended=appended, **paths)
+    module.exit_json(changed=False, hosts=sorted(hosts), appended=appended,
+                     prometheus_links=report["prometheus_links"], **paths)
 
 
 if __name__ == "__main__":

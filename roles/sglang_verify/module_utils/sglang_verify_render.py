@@ -9,6 +9,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+
+try:
+    from urllib.parse import urlencode
+except ImportError:  # pragma: no cover - Python 2
+    from urllib import urlencode
+
+# What the report links to in Prometheus for the run's time window (names as SGLang 0.5.23
+# exports them; tests/unit/test_sglang_verify_links.py checks them against a recorded page).
+PROMETHEUS_QUERIES = (
+    ("decode tok/s", "sum by (host) (rate(sglang:generation_tokens_total[1m]))"),
+    ("TTFT p99", "histogram_quantile(0.99, sum by (le, host) (rate(sglang:time_to_first_token_seconds_bucket[1m])))"),
+    ("ITL p99", "histogram_quantile(0.99, sum by (le, host) (rate(sglang:inter_token_latency_seconds_bucket[1m])))"),
+    ("running / queued", "sum by (host) (sglang:num_running_reqs) or sum by (host) (sglang:num_queue_reqs)"),
+)
+_ISO = "%Y-%m-%dT%H:%M:%SZ"
+
 
 def _fmt(v, nd=1):
     if v is None:
@@ -123,7 +140,40 @@ def render_summary_md(report):
         if sweep.get("note"):
             out.append("- sweep: %s" % sweep["note"])
         out.append("")
+    links = report.get("prometheus_links") or []
+    if links:
+        out.append("Prometheus, this run's window: " + " · ".join("[%s](%s)" % (label, url) for label, url in links))
+        out.append("")
     return "\n".join(out) + "\n"
+
+
+def run_window(hosts, pad_s=30):
+    """(start, end) datetimes (UTC) that cover every host's measurement of a run, padded."""
+    ends, starts = [], []
+    for h in (hosts or {}).values():
+        try:
+            end = datetime.datetime.strptime(h.get("time") or "", _ISO)
+        except ValueError:
+            continue
+        ends.append(end)
+        starts.append(end - datetime.timedelta(seconds=float((h.get("result") or {}).get("duration_s") or 0)))
+    if not ends:
+        return None
+    pad = datetime.timedelta(seconds=pad_s)
+    return min(starts) - pad, max(ends) + pad
+
+
+def prometheus_links(base_url, hosts):
+    """[(label, url)]: Prometheus graphs of the run's time window, or [] without a URL."""
+    window = run_window(hosts)
+    if not base_url or window is None:
+        return []
+    start, end = window
+    span = max(int((end - start).total_seconds()), 60)
+    return [(label, "%s/graph?%s" % (base_url.rstrip("/"), urlencode([
+        ("g0.expr", expr), ("g0.tab", "0"), ("g0.range_input", "%ds" % span),
+        ("g0.end_input", end.strftime("%Y-%m-%d %H:%M:%S"))])))
+        for label, expr in PROMETHEUS_QUERIES]
 
 
 def history_record(run_id, host, host_report):
