@@ -26,3 +26,12 @@ if ! command -v promtool >/dev/null 2>&1; then
   apt-get update -q >/dev/null
   apt-get install -y -q --no-install-recommends prometheus >/dev/null
 fi
+# nft, from Debian's nftables package: tests/integration/test_sglang_firewall_render.py checks the
+# firewall role's rendered rulesets with `nft -c -f` (and fails without it). The package leaves its
+# nftables.service disabled: installing it loads no ruleset on this machine (docs/firewall.md).
+if ! command -v nft >/dev/null 2>&1 && [ ! -x /usr/sbin/nft ]; then
+  echo "bootstrap: installing nftables (nft) from Debian"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends nftables >/dev/null
+fi

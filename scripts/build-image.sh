@@ -7,7 +7,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPO=${IMAGE_REPO:-sglang-deploy/debian12-systemd}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=systemd,systemd-sysv,dbus,iproute2,python3,python3-venv,python3-apt,sudo,ca-certificates,curl,procps,gnupg
+# nftables: roles/sglang_firewall (molecule/default/tests/test_firewall.py loads its ruleset)
+PACKAGES=systemd,systemd-sysv,dbus,iproute2,python3,python3-venv,python3-apt,sudo,ca-certificates,curl,procps,gnupg,nftables
 TAG=$(printf '%s\n%s\n' "$PACKAGES" "$(sha256sum "$0" | cut -c1-64)" | sha256sum | cut -c1-12)
 IMAGE="$REPO:$TAG"
 

@@ -1,0 +1,124 @@
+"""roles/sglang_firewall on the deployed host, through `deploy.yml --tags firewall`: the SGLang
+port admits the controller (the address the host sees its packets come from) and refuses a second
+container on the same network with a TCP reset; other ports stay open; the server keeps running;
+a second run changes nothing; --check reports a change and applies none. The last test turns the
+firewall off again (the local profile's setting), so the scenario's other tests see the host as
+deployed; the module's fixture does it too if a test failed half way.
+
+Needs nftables in the image (scripts/build-image.sh) and NET_ADMIN on the platform
+(.config/molecule/config.yml)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
+from fleet import ask, figure, ip_of, playbook, sh, unit_state  # noqa: E402
+
+testinfra_hosts = ["molecule-sglang-1"]
+HOST = "molecule-sglang-1"
+IMAGE = "sglang-deploy/debian12-systemd:latest"
+PROBE = "fw-probe"
+PORT = 30000
+
+
+def firewall(extra, args=()):
+    """deploy.yml --tags firewall with these variables; (changed count of HOST, output, seconds)."""
+    _, out, took = playbook("deploy.yml", extra, args=("--tags", "firewall", *args))
+    recap = [line for line in out.splitlines() if line.startswith(HOST) and "changed=" in line]
+    assert recap, out[-3000:]
+    return int(recap[-1].split("changed=")[1].split()[0]), out, took
+
+
+def controller_address():
+    """The controller as the host sees it: the gateway of the host's default route."""
+    route = sh(HOST, "ip -4 route show default").split()
+    return route[route.index("via") + 1]
+
+
+def probe(port=PORT, path="/v1/models"):
+    """GET from a second container on the host's network: (curl's exit code, HTTP status).
+    Exit code 7 is curl's "connection refused" (the TCP reset), 28 a timeout."""
+    network = subprocess.run(
+        ["docker", "inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", HOST],
+        capture_output=True, text=True, check=True).stdout.split()[0]
+    subprocess.run(["docker", "rm", "-f", PROBE], capture_output=True, check=False)
+    proc = subprocess.run(
+        ["docker", "run", "--rm", "--name", PROBE, "--network", network, IMAGE,
+         "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
+         f"http://{ip_of(HOST)}:{port}{path}"],
+        capture_output=True, text=True, timeout=120, check=False)
+    return proc.returncode, proc.stdout.strip()
+
+
+def live_v4():
+    return sh(HOST, "nft list set inet sglang_firewall allowed_v4")
+
+
+@pytest.fixture(scope="module")
+def controller():
+    yield controller_address()
+    # whatever happened above: the local profile's setting (off) again
+    if subprocess.run(["docker", "exec", HOST, "nft", "list", "table", "inet", "sglang_firewall"],
+                      capture_output=True, check=False).returncode == 0:
+        firewall({})
+
+
+def test_firewall_on_is_idempotent_and_restarts_nothing(controller):
+    before = unit_state(HOST)
+    extra = {"sglang_firewall_enabled": True, "sglang_firewall_allow": [controller]}
+    changed, _, took = firewall(extra)
+    assert changed > 0
+    again, out, took_again = firewall(extra)
+    assert again == 0, out[-3000:]
+    assert unit_state(HOST) == before, "the firewall restarted the SGLang server"
+    assert sh(HOST, "systemctl is-active sglang-firewall") == "active"
+    assert sh(HOST, "systemctl is-enabled sglang-firewall") == "enabled"
+    assert f"elements = {{ {controller} }}" in live_v4()
+    figure(f"firewall: deploy.yml --tags firewall {took:.0f} s, again (changed=0) {took_again:.0f} s")
+
+
+def test_controller_is_answered_and_another_container_refused(controller):
+    assert ask(ip_of(HOST)) == "OK"
+    started = time.monotonic()
+    rc, status = probe()
+    assert rc == 7 and status == "000", f"the probe container reached the port: curl rc={rc}, HTTP {status}"
+    assert time.monotonic() - started < 60  # refused at once (reset), not left to time out
+    assert "reject with tcp reset" in sh(HOST, "nft list chain inet sglang_firewall sglang_port")
+    # the host itself (loopback) is always admitted
+    assert sh(HOST, f"curl -sS -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{PORT}/v1/models") == "200"
+
+
+def test_other_ports_are_not_filtered(controller):
+    sh(HOST, "systemd-run --unit fw-other --working-directory /tmp python3 -m http.server 30001")
+    try:
+        deadline = time.monotonic() + 30
+        while "30001" not in sh(HOST, "ss -ltnH 'sport = :30001'") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert probe(30001, "/") == (0, "200")
+    finally:
+        sh(HOST, "systemctl stop fw-other || true")
+    # nothing but the role's table was added to the ruleset
+    assert sh(HOST, "nft list tables") == "table inet sglang_firewall"
+
+
+def test_check_mode_reports_the_change_and_applies_none(controller):
+    extra = {"sglang_firewall_enabled": True, "sglang_firewall_allow": [controller, "198.51.100.0/24"]}
+    changed, out, _ = firewall(extra, args=("--check", "--diff"))
+    assert changed > 0 and "+\t\telements = { " in out and "198.51.100.0/24" in out, out[-3000:]
+    assert "198.51.100.0/24" not in live_v4()
+    assert "198.51.100.0/24" not in sh(HOST, "cat /etc/nftables.d/sglang-firewall.nft")
+
+
+def test_firewall_off_opens_the_port_again(controller):
+    changed, _, _ = firewall({})  # the local profile: sglang_firewall_enabled false
+    assert changed > 0
+    assert sh(HOST, "nft list tables") == ""
+    assert sh(HOST, "test -e /etc/systemd/system/sglang-firewall.service && echo yes || echo no") == "no"
+    assert probe() == (0, "200")
+    assert ask(ip_of(HOST)) == "OK"

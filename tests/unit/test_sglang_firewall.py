@@ -1,0 +1,139 @@
+"""roles/sglang_firewall/filter_plugins/sglang_firewall.py: which sources the SGLang port admits
+(allow list, router URL, monitoring hosts, controller), how they become the ruleset's two sets,
+and the lint that refuses a wildcard bind without the firewall."""
+
+import pytest
+
+import sglang_firewall as f
+
+GETENT = "10.4.0.7       STREAM gw.example\n10.4.0.7       DGRAM  \n10.4.0.7       RAW    \nfd00::7 STREAM gw.example\n"
+
+
+def test_addresses_networks_and_names_are_told_apart():
+    out = f.sglang_firewall_sources(["10.20.0.0/16", "192.0.2.10", "2001:db8::/48", "[fd00::1]", "gw.example"])
+    assert [n["network"] for n in out["networks"]] == ["10.20.0.0/16", "192.0.2.10", "2001:db8::/48", "fd00::1"]
+    assert out["names"] == [{"name": "gw.example", "origin": "sglang_firewall_allow"}]
+    assert out["errors"] == []
+
+
+@pytest.mark.parametrize("entry, says", [
+    ("10.0.0.5/8", "10.0.0.5/8 has host bits set: write 10.0.0.0/8 or the single address 10.0.0.5"),
+    ("10.0.0.256", "is neither an address"),
+    ("not a host", "is neither an address"),
+    ("10.0.0.0/33", "is neither an address"),
+    ("", "is neither an address"),
+])
+def test_bad_entries_are_errors_naming_the_fix(entry, says):
+    out = f.sglang_firewall_sources([entry])
+    assert len(out["errors"]) == 1 and says in out["errors"][0]
+    assert out["errors"][0].startswith("sglang_firewall_allow: ")
+
+
+def test_a_string_instead_of_a_list_is_an_error():
+    assert "a list of addresses" in f.sglang_firewall_sources("10.0.0.0/8")["errors"][0]
+
+
+@pytest.mark.parametrize("url, network, name", [
+    ("http://10.1.2.3:30000", "10.1.2.3", None),
+    ("http://[fd00::5]:8000/", "fd00::5", None),
+    ("https://router.example:443", None, "router.example"),
+    ("router.example:30000", None, "router.example"),
+])
+def test_the_router_host_comes_from_sglang_router_url(url, network, name):
+    out = f.sglang_firewall_sources([], router_url=url)
+    assert [n["network"] for n in out["networks"]] == ([network] if network else [])
+    assert [n["name"] for n in out["names"]] == ([name] if name else [])
+    assert all(e["origin"] == "sglang_router_url" for e in out["networks"] + out["names"])
+
+
+def test_no_router_no_monitoring_no_controller_admits_only_the_list():
+    out = f.sglang_firewall_sources(["10.0.0.0/8"], router_url="", monitoring=[], controller="")
+    assert [n["origin"] for n in out["networks"]] == ["sglang_firewall_allow"] and out["names"] == []
+
+
+def test_monitoring_hosts_and_the_controller_are_admitted_with_their_origin():
+    out = f.sglang_firewall_sources([], monitoring=["10.9.0.2", "prom.example"],
+                                    extra_monitoring=["10.9.1.0/24"], controller="172.17.0.1")
+    assert {n["network"]: n["origin"] for n in out["networks"]} == {
+        "10.9.0.2": "monitoring group", "10.9.1.0/24": "sglang_firewall_allow_monitoring",
+        "172.17.0.1": "controller (SSH_CONNECTION)"}
+    assert out["names"] == [{"name": "prom.example", "origin": "monitoring group"}]
+
+
+def test_a_name_listed_twice_is_resolved_once():
+    out = f.sglang_firewall_sources(["gw.example"], router_url="http://gw.example:1")
+    assert [n["name"] for n in out["names"]] == ["gw.example"]
+
+
+def test_sets_merge_overlaps_and_split_the_families():
+    sources = f.sglang_firewall_sources(["10.0.0.0/8", "10.1.0.0/16", "10.0.0.1", "192.0.2.0/25",
+                                         "192.0.2.128/25", "::1", "gw.example"])
+    sets = f.sglang_firewall_sets(sources, {"gw.example": GETENT})
+    assert sets["ipv4"] == ["10.0.0.0/8", "192.0.2.0/24"]  # 10.4.0.7 lies in 10/8
+    assert sets["ipv6"] == ["::1", "fd00::7"]
+    assert "gw.example -> 10.4.0.7, fd00::7 (sglang_firewall_allow)" in sets["comments"]
+    assert sets["errors"] == []
+
+
+def test_sets_read_the_registered_loop_results():
+    sources = f.sglang_firewall_sources(["gw.example", "gone.example"])
+    results = [{"item": "gw.example", "rc": 0, "stdout": GETENT},
+               {"item": "gone.example", "rc": 2, "stdout": ""}]
+    sets = f.sglang_firewall_sets(sources, results)
+    assert sets["ipv4"] == ["10.4.0.7"] and sets["ipv6"] == ["fd00::7"]
+    assert sets["errors"] == ["sglang_firewall_allow: gone.example does not resolve on this host (getent ahosts); "
+                              "fix its DNS or put its address into sglang_firewall_allow"]
+
+
+def test_empty_sources_give_empty_sets():
+    sets = f.sglang_firewall_sets(f.sglang_firewall_sources([]), [])
+    assert sets == {"ipv4": [], "ipv6": [], "comments": [], "errors": []}
+
+
+@pytest.mark.parametrize("host, wildcard", [
+    ("0.0.0.0", True), ("::", True), ("[::]", True), ("", True), ("0:0::0", True),
+    ("127.0.0.1", False), ("10.0.0.5", False), ("gpu-node-01.example", False), (None, False),
+])
+def test_wildcard_binds(host, wildcard):
+    assert f.sglang_firewall_wildcard(host) is wildcard
+
+
+def _errors(findings):
+    return [x["msg"] for x in findings if x["severity"] == "error"]
+
+
+def test_lint_refuses_a_wildcard_bind_without_the_firewall():
+    errors = _errors(f.sglang_firewall_findings({"host": "0.0.0.0", "port": 30000}, enabled=False))
+    assert len(errors) == 1
+    assert "sglang_server_args.host is '0.0.0.0'" in errors[0] and "sglang_firewall_enabled: true" in errors[0]
+
+
+@pytest.mark.parametrize("args, enabled, open_ok", [
+    ({"host": "0.0.0.0"}, True, False),      # the firewall filters the port
+    ({"host": "0.0.0.0"}, False, True),      # accepted for a private network (local inventory)
+    ({"host": "10.0.0.5"}, False, False),    # a declared address
+    ({}, False, False),                      # SGLang's default, 127.0.0.1
+])
+def test_lint_accepts(args, enabled, open_ok):
+    assert _errors(f.sglang_firewall_findings(args, enabled=enabled, open_bind_ok=open_ok,
+                                              sources=f.sglang_firewall_sources([]), ports=[30000])) == []
+
+
+def test_lint_reports_bad_entries_and_ports_only_when_enabled():
+    sources = f.sglang_firewall_sources(["10.0.0.5/8"])
+    assert f.sglang_firewall_findings({}, enabled=False, sources=sources, ports=[0]) == []
+    errors = _errors(f.sglang_firewall_findings({}, enabled=True, sources=sources, ports=[30000, 0, "x", 70000]))
+    assert errors == ["port 0 is not a TCP port (1-65535)", "port 'x' is not a TCP port (1-65535)",
+                      "port 70000 is not a TCP port (1-65535)",
+                      "sglang_firewall_allow: 10.0.0.5/8 has host bits set: write 10.0.0.0/8 or the single address 10.0.0.5"]
+
+
+def test_lint_warns_about_placeholders_and_everything():
+    sources = f.sglang_firewall_sources(["192.0.2.0/24", "2001:db8::1", "0.0.0.0/0", "10.0.0.0/8"])
+    findings = f.sglang_firewall_findings({}, enabled=True, sources=sources, ports=[30000])
+    warnings = [x["msg"] for x in findings if x["severity"] == "warning"]
+    assert _errors(findings) == []
+    assert len(warnings) == 3
+    assert "192.0.2.0/24 (sglang_firewall_allow) is a documentation network" in warnings[0]
+    assert "2001:db8::1 (sglang_firewall_allow)" in warnings[1]
+    assert "admits every address" in warnings[2]
