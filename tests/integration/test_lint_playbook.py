@@ -48,7 +48,7 @@ def production_copy(tmp_path):
 def bad_inventory(tmp_path):
     copy, profile = production_copy(tmp_path)
     args = dict(profile["sglang_server_args"])
-    # the seed's first attempts: SM100-only MoE kernels and a Hopper attention backend
+    # what the hand tuning tried first: SM100-only MoE kernels and a Hopper attention backend
     args["moe-runner-backend"] = "flashinfer_trtllm"
     args["attention-backend"] = "fa3"
     (copy / "host_vars").mkdir(exist_ok=True)

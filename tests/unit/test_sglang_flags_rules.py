@@ -24,9 +24,10 @@ DEPLOY_RULE_IDS = {r["id"] for r in RULES if r.get("scope") == "deploy"}  # test
 
 BLACKWELL = dict(sm="12.0", version="0.5.23", gpu_count=8, packages=["sglang", "torch"])
 
-# The seed's tuned launch (field notes, section 1), as inventory data: the NEXTN iteration that
-# added --mamba-scheduler-strategy extra_buffer after the first crash.
-SEED_ARGS = {
+# The production profile's hand-tuned launch (docs/blackwell-profile.md, The hand-tuning
+# session), as inventory data: the NEXTN iteration that added --mamba-scheduler-strategy
+# extra_buffer after the first crash.
+TUNED_ARGS = {
     "model-path": "/data/models/Qwen3.5-397B-A17B-NVFP4",
     "served-model-name": "qwen3.5-397b",
     "tp": 8,
@@ -43,7 +44,7 @@ SEED_ARGS = {
     "speculative-eagle-topk": 1,
     "mamba-scheduler-strategy": "extra_buffer",
 }
-SEED_ENV = {
+TUNED_ENV = {
     "CUDA_HOME": "/usr/local/cuda-13.0",
     "PATH": "/usr/local/cuda-13.0/bin:/root/ml-env/bin:$PATH",
     "LD_LIBRARY_PATH": "/usr/local/cuda-13.0/lib64",
@@ -51,9 +52,9 @@ SEED_ENV = {
     "SGLANG_ENABLE_SPEC_V2": 1,
 }
 # The same launch corrected for 0.5.23.
-FIXED_ARGS = {k: v for k, v in SEED_ARGS.items() if k != "mamba-scheduler-strategy"}
+FIXED_ARGS = {k: v for k, v in TUNED_ARGS.items() if k != "mamba-scheduler-strategy"}
 FIXED_ARGS.update({"mamba-radix-cache-strategy": "extra_buffer", "speculative-num-steps": 1})
-FIXED_ENV = {k: v for k, v in SEED_ENV.items() if k != "SGLANG_ENABLE_SPEC_V2"}
+FIXED_ENV = {k: v for k, v in TUNED_ENV.items() if k != "SGLANG_ENABLE_SPEC_V2"}
 
 MINIMAL = {"model-path": "/data/m"}
 QWEN35 = {"model-path": "/data/models/Qwen3.5-397B-A17B-NVFP4"}  # a hybrid Gated-DeltaNet model
@@ -222,10 +223,10 @@ def test_duplicate_rule_ids_are_rejected():
 
 
 # ---------------------------------------------------------------------------------------------
-# the seed's command
+# the hand-tuned command
 # ---------------------------------------------------------------------------------------------
-def test_seed_command_is_rejected_on_0_5_23_naming_the_rename():
-    found = check(SEED_ARGS, SEED_ENV)
+def test_hand_tuned_command_is_rejected_on_0_5_23_naming_the_rename():
+    found = check(TUNED_ARGS, TUNED_ENV)
     assert errors(found) == {"removed-mamba-scheduler-strategy", "spec-draft-without-num-steps"}
     rename = by_rule(found)["removed-mamba-scheduler-strategy"]
     assert rename["flag"] == "mamba-scheduler-strategy"
@@ -237,8 +238,8 @@ def test_seed_command_is_rejected_on_0_5_23_naming_the_rename():
     assert "speculative-num-steps 1" in steps["fix"]
 
 
-def test_seed_command_on_the_seed_era_version_only_warns_about_the_alias():
-    found = check(SEED_ARGS, SEED_ENV, version="0.5.14")
+def test_hand_tuned_command_on_0_5_14_only_warns_about_the_alias():
+    found = check(TUNED_ARGS, TUNED_ENV, version="0.5.14")
     assert "removed-mamba-scheduler-strategy" not in by_rule(found)
     assert by_rule(found)["deprecated-mamba-scheduler-strategy"]["severity"] == "warning"
 
@@ -262,9 +263,9 @@ def test_production_profile_is_accepted_on_0_5_23_sm120():
 
 
 def test_every_violation_is_listed_not_just_the_first():
-    args = dict(SEED_ARGS, **{"moe-runner-backend": "flashinfer_trtllm", "attention-backend": "fa3",
+    args = dict(TUNED_ARGS, **{"moe-runner-backend": "flashinfer_trtllm", "attention-backend": "fa3",
                               "enable-mscclpp": True, "tp": 16})
-    assert errors(check(args, SEED_ENV)) == {
+    assert errors(check(args, TUNED_ENV)) == {
         "removed-mamba-scheduler-strategy", "spec-draft-without-num-steps",
         "sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend", "mscclpp-not-installed",
         "tp-exceeds-gpu-count",
@@ -275,7 +276,7 @@ def test_every_violation_is_listed_not_just_the_first():
 # unknowns, waivers, formatting
 # ---------------------------------------------------------------------------------------------
 def test_unknown_version_warns_instead_of_passing():
-    found = by_rule(check(SEED_ARGS, SEED_ENV, version=""))
+    found = by_rule(check(TUNED_ARGS, TUNED_ENV, version=""))
     f = found["removed-mamba-scheduler-strategy"]
     assert (f["severity"], f["status"]) == ("warning", "unknown-version")
     assert "version unknown" in f["message"]

@@ -33,7 +33,9 @@ def _fixtures_on_host():
     subprocess.run(["docker", "cp", SCRIPT, f"{HOST}:/tmp/preflight/sglang_preflight.py"], check=True)
 
 
-SEED = [
+# The production profile's hand-tuned launch (docs/blackwell-profile.md): rejected by 0.5.23
+# (the renamed mamba flag); FIXED is the profile as deployed.
+HAND_TUNED = [
     "--model-path", QWEN35, "--served-model-name", "qwen3.5-397b", "--tp", "8",
     "--trust-remote-code", "--quantization", "modelopt_fp4", "--host", "0.0.0.0",
     "--attention-backend", "triton", "--moe-runner-backend", "flashinfer_cutlass",
@@ -42,8 +44,8 @@ SEED = [
     "--speculative-num-draft-tokens", "2", "--speculative-eagle-topk", "1",
     "--mamba-scheduler-strategy", "extra_buffer",
 ]
-FIXED = SEED[:-2] + ["--speculative-num-steps", "1", "--mamba-radix-cache-strategy", "extra_buffer"]
-NO_STEPS = SEED[:-2]
+FIXED = HAND_TUNED[:-2] + ["--speculative-num-steps", "1", "--mamba-radix-cache-strategy", "extra_buffer"]
+NO_STEPS = HAND_TUNED[:-2]
 TINY_CPU = ["--model-path", TINY, "--device", "cpu", "--attention-backend", "torch_native",
             "--sampling-backend", "pytorch", "--grammar-backend", "none",
             "--max-total-tokens", "16384", "--enable-metrics"]
@@ -78,8 +80,8 @@ def test_misspelt_flag_fails_with_argparse_message():
     assert "unrecognized arguments: --enable-metrix" in rules_of(v)["sglang-argparse"]["message"]
 
 
-def test_seed_command_fails_naming_the_rename():
-    rc, v = preflight(SEED, simulate_sm="12.0")
+def test_hand_tuned_command_fails_naming_the_rename():
+    rc, v = preflight(HAND_TUNED, simulate_sm="12.0")
     assert rc == 1 and v["phase"] == "parse"
     errs = rules_of(v)
     assert "unrecognized arguments: --mamba-scheduler-strategy extra_buffer" in errs["sglang-argparse"]["message"]
@@ -155,8 +157,8 @@ def run_host_validate(tmp_path, argv, *extra):
     return proc.returncode, " ".join(out.replace("''", "'").split()), wall
 
 
-def test_host_validate_rejects_the_seed_in_check_mode_without_changes(tmp_path):
-    rc, out, _ = run_host_validate(tmp_path, SEED, "--check")
+def test_host_validate_rejects_the_hand_tuned_command_in_check_mode_without_changes(tmp_path):
+    rc, out, _ = run_host_validate(tmp_path, HAND_TUNED, "--check")
     assert rc != 0
     assert "the installed SGLang rejects the new flag set; the running server is untouched" in out
     assert "unrecognized arguments: --mamba-scheduler-strategy extra_buffer" in out

@@ -1,4 +1,4 @@
-"""ml_env generations on a serving host (issue 5), driven through deploy.yml and rollback.yml.
+"""ml_env generations on a serving host, driven through deploy.yml and rollback.yml.
 
 Runs once (testinfra_hosts) and in order: each test builds on the state the previous left.
 """

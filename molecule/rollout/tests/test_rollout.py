@@ -1,4 +1,4 @@
-"""Rolling flag changes across three hosts (issue 7), driven through deploy.yml.
+"""Rolling flag changes across three hosts, driven through deploy.yml.
 
 The module runs once (testinfra_hosts names one host) and orchestrates the whole fleet itself:
 it re-runs deploy.yml with extra vars, probes every host with real chat requests while the

@@ -99,7 +99,8 @@ class Verdict:
         self.out["ok"] = False
 
     def host_rule(self, rule_id, flag, **kw):
-        rule = self.rules.get(rule_id) or {"message": rule_id, "fix": "", "source": "issue 3"}
+        rule = self.rules.get(rule_id) or {
+            "message": rule_id, "fix": "", "source": "docs/sglang-versions.md#project-checks"}
         self.error(
             rule_id,
             flag,
@@ -123,7 +124,7 @@ def _apply_simulation(v, sm_text, memory_mib):
     """Make SGLang's GPU probes answer as a CUDA GPU of compute capability ``sm_text``.
 
     For CPU test machines only; on a GPU host the resolver reads NVML. Uses SGLang's own
-    ``runtime_context.override_platform`` (as reference/sglang_preflight_probe.py does).
+    ``runtime_context.override_platform``.
     """
     m = re.match(r"^\s*(\d+)\.(\d+)\s*$", str(sm_text))
     if not m:

@@ -21,7 +21,7 @@ A rule::
         gpus_exceed_count: true            # tp * pp / nnodes > GPUs on the host
       message: what is wrong and why       # may use {flag}, {value}, {version}, {sm}, ...
       fix: what to do instead
-      source: where the fact comes from (issue, seed, field notes, SGLang source)
+      source: where the fact comes from    # docs/sglang-versions.md#<section>: the issue, PR or wheel
       replacement: --new-flag              # optional; renamed flags (the host check names it)
 
 When a rule's version range (or SM list) cannot be judged because the version (or SM) is
