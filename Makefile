@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick gate-check clean drift
+.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down lint unit molecule test bench verify-quick gate-check clean drift figures figures-check
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
@@ -18,6 +18,7 @@ help:
 	@echo "make bench      our benchmark client vs sglang.benchmark.serving (interleaved medians)"
 	@echo "make gate-check the speed gates on the demo hosts: no false failure, a throttled host caught"
 	@echo "make drift      the newest sglang on production's indexes against every inventory's profile"
+	@echo "make figures    the README's table of figures from docs/figures.yml and reports/"
 
 # about 20 GiB: wheelhouse 3.1, two ml_env generations of 6.6 each, container layers
 DISK_GIB ?= 20
@@ -88,6 +89,16 @@ verify-quick: tools    ## the rollout's quick gate on the demo hosts
 DRIFT_ARGS ?=
 drift:
 	$(BIN)/python scripts/sglang-drift.py $(DRIFT_ARGS)
+
+# The table at the end of README.md: docs/figures.yml (measured by hand) plus the newest figures
+# of reports/test-figures.log (Molecule) and reports/history.jsonl (verification runs), where
+# present. FIGURES_ARGS="--log '' --history ''" uses docs/figures.yml alone.
+FIGURES_ARGS ?=
+figures: tools
+	$(BIN)/python scripts/figures-table.py $(FIGURES_ARGS)
+
+figures-check: tools   ## fails when the README's table is stale against the same inputs
+	$(BIN)/python scripts/figures-table.py --check $(FIGURES_ARGS)
 
 GATE_CHECK_RUNS ?= 10
 gate-check: tools      ## verify.yml N times on the unchanged demo hosts (0 gate failures), then one host throttled (caught)
