@@ -21,8 +21,12 @@ from ansible.module_utils.sglang_verify_stats import median
 
 # 1.4826 x MAD estimates the standard deviation of normally distributed figures
 MAD_TO_SIGMA = 1.4826
-# the measured spread may widen a gate's tolerance to at most this multiple of the ratio's own
+# the measured spread may widen a gate's tolerance to at most this multiple of the ratio's own,
 SPREAD_CAP = 2.0
+# and never beyond this share of the median (decode tok/s may not be let fall below half the
+# baseline, TTFT not rise above twice it) unless the ratio itself allows more: a noisy history
+# (figures taken while other work shared the cores) must not switch the gate off
+MAX_SPREAD_SHARE = {"decode_tps": 0.5, "ttft_ms": 1.0}
 
 
 def _canon(obj):
@@ -79,11 +83,13 @@ def summarize(baseline, field):
     return robust_stats([r.get(field) for r in (baseline or {}).get("accepted") or []])
 
 
-def _tolerance(stats, ratio_tol, k):
+def _tolerance(stats, ratio_tol, k, max_share):
     """Allowed distance from the median: the ratio's share of it, widened by k sigma of the
-    accepted figures, never beyond SPREAD_CAP times the ratio's share."""
+    accepted figures, never beyond SPREAD_CAP times the ratio's share nor beyond max_share of
+    the median (unless the ratio's share alone is larger)."""
     base = ratio_tol * stats["median"]
-    return min(max(base, k * stats["sigma"]), SPREAD_CAP * base)
+    cap = max(base, min(SPREAD_CAP * base, max_share * stats["median"]))
+    return min(max(base, k * stats["sigma"]), cap)
 
 
 def regression_gates(single, baseline, gates, reset_hint):
@@ -116,7 +122,7 @@ def regression_gates(single, baseline, gates, reset_hint):
         if stats is None or not stats["median"]:
             continue
         ratio_tol = (1.0 - ratio) if sign < 0 else (1.0 / ratio - 1.0)
-        tol = _tolerance(stats, ratio_tol, k)
+        tol = _tolerance(stats, ratio_tol, k, MAX_SPREAD_SHARE[field])
         limit = round(stats["median"] + sign * tol, 3)
         ok = value is not None and (value >= limit if sign < 0 else value <= limit)
         rows.append({"gate": "%s vs baseline" % label, "value": value, "limit": limit, "ok": ok, "unit": unit,
