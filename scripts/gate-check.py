@@ -53,6 +53,25 @@ def docker_cpus(container, cpus):
                    stdout=subprocess.DEVNULL)
 
 
+def docker_nano_cpus(container):
+    """The container's CPU limit in billionths of a CPU (0: no limit)."""
+    out = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.NanoCpus}}", container], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    return int(out.strip() or 0)
+
+
+def lift_throttle(container, nano_before):
+    """Put the CPU limit back as it was. `docker update --cpus 0` leaves a limit in place (seen
+    with Docker 20.10), so a container that had none gets every CPU of this machine, which is the
+    same as none; the limit is read back to be sure."""
+    cpus = nano_before / 1e9 if nano_before else os.cpu_count()
+    docker_cpus(container, "%g" % cpus)
+    now = docker_nano_cpus(container)
+    if now != int(round(cpus * 1e9)):
+        raise SystemExit("gate-check: %s still has a CPU limit of %g CPUs after lifting the throttle" % (
+            container, now / 1e9))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
@@ -84,6 +103,7 @@ def main():
 
     print("== %s throttled to %s CPU (docker update --cpus)" % (args.slow_host, args.slow_cpus))
     caught = 0
+    nano_before = docker_nano_cpus(args.slow_host)
     docker_cpus(args.slow_host, args.slow_cpus)
     try:
         for i in range(args.slow_runs):
@@ -100,7 +120,7 @@ def main():
                     problems.append("throttled run %d: %s (not throttled) failed: %s" % (
                         i + 1, host, other.get("failures")))
     finally:
-        docker_cpus(args.slow_host, 0)  # 0 = no limit
+        lift_throttle(args.slow_host, nano_before)
     print("regression gate caught the throttled host in %d of %d runs" % (caught, args.slow_runs))
     if caught != args.slow_runs:
         problems.append("the regression gate missed the throttled host in %d of %d runs" % (
