@@ -12,6 +12,8 @@ lint report, instead of a unit that systemd reads differently than the inventory
   choices (the catalog, filter_plugins/sglang_flags_catalog.py);
 * ports 1-65535; tp/dp/ep/pp sizes and nnodes integers >= 1;
 * environment names ``[A-Za-z_][A-Za-z0-9_]*``;
+* no ``api-key``/``admin-api-key`` flag: sglang_server_api_key and sglang_server_admin_api_key
+  carry them, outside the command line (KEY_FLAGS);
 * the sglang_server variables templated into the unit or its file names (UNIT_INPUTS):
   user name, absolute paths without ``..``, a unit name without ``/``, integers.
 """
@@ -57,12 +59,25 @@ UNIT_INPUTS = {
     "sglang_server_limit_nofile": ("int", 1),
     "sglang_server_ready_timeout": ("int", 1),
     "sglang_server_journal_lines": ("int", 0),
+    # the hardened unit (sglang_server_hardening)
+    "sglang_server_hardening": "bool",
+    "sglang_server_read_write_paths": "path-list",
+    "sglang_server_device_allow": "device-list",
+    "sglang_server_capabilities": "capability-list",
+    "sglang_server_umask": "umask",
 }
+# DeviceAllow=: a /dev path or a char-/block- group, then r, w, m (systemd.resource-control(5))
+_DEVICE_RE = re.compile(r"^(?:/dev/[^\s%]+|(?:char|block)-[A-Za-z0-9_*-]+)(?: [rwm]{1,3})?$")
+_CAPABILITY_RE = re.compile(r"^CAP_[A-Z_]+$")
+_UMASK_RE = re.compile(r"^0?[0-7]{3}$")
 # SGLang's parallel sizes (option dests in the catalog; names where there is no catalog)
 SIZE_DESTS = {"tp_size", "dp_size", "ep_size", "pp_size", "nnodes"}
 SIZE_NAMES = {"tp", "tp-size", "tensor-parallel-size", "dp", "dp-size", "data-parallel-size",
               "ep", "ep-size", "expert-parallel-size", "pp", "pp-size", "pipeline-parallel-size",
               "nnodes"}
+# SGLang's key flags and the role variables that carry them instead (a root-only file given
+# with --config; roles/sglang_server/README.md): never on the command line
+KEY_FLAGS = {"api-key": "sglang_server_api_key", "admin-api-key": "sglang_server_admin_api_key"}
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # systemd's valid_user_group_name(), or a numeric uid
 _USER_RE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_-]{0,30}|[0-9]+)$")
@@ -134,10 +149,40 @@ def _path_findings(what, value, kind="path"):
                      "give an absolute path without '..', whitespace or '%'")]
 
 
+def _list_findings(name, value, kind):
+    """The hardening lists: one directive line per item (or one line for capabilities)."""
+    if not isinstance(value, (list, tuple)):
+        return [_finding("input-list", name, value, f"{value!r} is not a list", "give a YAML list")]
+    findings = []
+    for item in value:
+        text = str(item)
+        if _control(text):
+            findings += _control_finding(name, item)
+        elif kind == "path-list":
+            findings += _path_findings(name, text[1:] if text[:1] in "-+" else text)
+        elif kind == "device-list" and not _DEVICE_RE.match(text):
+            findings.append(_finding("input-device", name, item, f"{text!r} is not a DeviceAllow= entry",
+                                     "a /dev path or a char-/block- group, then r, w and/or m, "
+                                     "e.g. 'char-nvidia-uvm rw'"))
+        elif kind == "capability-list" and not _CAPABILITY_RE.match(text):
+            findings.append(_finding("input-capability", name, item, f"{text!r} is not a capability name",
+                                     "e.g. CAP_IPC_LOCK"))
+    return findings
+
+
 def _unit_input_findings(name, value):
     kind = UNIT_INPUTS[name]
     if isinstance(kind, tuple):
         return _int_finding(name, value, kind[1])
+    if kind == "bool":
+        if isinstance(value, bool) or str(value).lower() in ("true", "false", "yes", "no"):
+            return []
+        return [_finding("input-bool", name, value, f"{value!r} is not a boolean", "true or false")]
+    if kind.endswith("-list"):
+        return _list_findings(name, value, kind)
+    if kind == "umask" and not _UMASK_RE.match(str(value)):
+        return [_finding("input-umask", name, value, f"{str(value)!r} is not an octal umask",
+                         "a quoted octal string, e.g. '0077'")]
     if kind in ("path", "url-path"):
         return _path_findings(name, value, kind)
     if kind == "search-path":
@@ -211,6 +256,14 @@ def _flag_findings(flags, catalog, renamed):
     full_names = {flag: _catalog.full_name(flag, catalog) for flag in flags}
     for flag, value in flags.items():
         var, full = f"sglang_server_args['{flag}']", full_names[flag]
+        if full in KEY_FLAGS:  # the value is a secret: never quoted in a finding
+            findings.append(_finding(
+                "input-key-flag", var, "<redacted>",
+                f"--{full} on the command line shows in ps, /proc/*/cmdline, `systemctl cat/show` "
+                "and the unit file",
+                f"remove it from sglang_server_args and set {KEY_FLAGS[full]} (vault-encrypted): it "
+                "reaches SGLang through a root-only file given with --config", CHECKS, flag))
+            continue
         values = _values(value)
         bad = [v for v in values if _control(v)]
         if bad:

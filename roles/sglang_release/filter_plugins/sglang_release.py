@@ -1,8 +1,11 @@
-"""Which ml_env generation a release runs: read from the release's environment file."""
+"""Which ml_env generation a release runs: read from the release's environment file; the
+flags a release records, without secret values."""
 
 from __future__ import annotations
 
 import base64
+import importlib.util
+import os
 import re
 
 # sglang_server writes the generation into the environment file as SGLANG_DEPLOY_ML_ENV="<name>"
@@ -30,9 +33,30 @@ def sglang_release_generations(slurped) -> dict:
     return found
 
 
+def _secret_flags():
+    """SECRET_FLAGS of module_utils/sglang_flags_model.py (loaded by path on the controller)."""
+    path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                         os.pardir, "module_utils", "sglang_flags_model.py"))
+    spec = importlib.util.spec_from_file_location("_sglang_release_flags_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SECRET_FLAGS
+
+
+SECRET_FLAGS = _secret_flags()
+
+
+def sglang_release_public_args(flags) -> dict:
+    """The flag set without secret flags (api-key, ...): what the release record (a world-readable
+    local fact) may hold. Names are compared folded (api_key is api-key)."""
+    return {name: value for name, value in (flags or {}).items()
+            if str(name).lstrip("-").replace("_", "-") not in SECRET_FLAGS}
+
+
 class FilterModule:
     def filters(self):
         return {
             "sglang_release_env_generation": sglang_release_env_generation,
             "sglang_release_generations": sglang_release_generations,
+            "sglang_release_public_args": sglang_release_public_args,
         }

@@ -53,6 +53,9 @@ options:
         reach 0 (I(state=absent) only). C(0) reads the gauges once and does not wait.
     type: int
     default: 30
+  worker_api_key:
+    description: The worker's SGLang C(--api-key), sent as C(api_key) of C(POST /workers) (the router then uses it).
+    type: str
   poll_interval:
     description: Seconds between two polls of the router or of the worker's metrics.
     type: float
@@ -208,9 +211,9 @@ class Router:
         # 404: removed meanwhile by someone else; the listing poll that follows confirms it
         self._call("DELETE", "/workers/" + urllib.parse.quote(str(worker_id), safe=""), ok_extra=(404,))
 
-    def add(self, worker_url):
-        """POST /workers; the router's id of the queued addition, if it says one."""
-        _, text = self._call("POST", "/workers", {"url": worker_url})
+    def add(self, worker_url, api_key=None):
+        """POST /workers (with the worker's SGLang key, if any); the router's id of the queued addition."""
+        _, text = self._call("POST", "/workers", dict({"url": worker_url}, **({"api_key": api_key} if api_key else {})))
         try:
             return json.loads(text).get("worker_id")
         except (ValueError, AttributeError):
@@ -344,7 +347,7 @@ def remove_and_drain(router, p, res, worker, clock, sleep, read):
 def add_and_wait(router, p, res, clock, sleep):
     worker_url = p["worker_url"]
     t0 = clock()
-    job_id = router.add(worker_url.rstrip("/"))
+    job_id = router.add(worker_url.rstrip("/"), p.get("worker_api_key"))
     ok, workers, worker = wait_listing(router, worker_url, p["timeout"], p["poll_interval"],
                                        lambda w: w is not None and w["is_healthy"], clock, sleep)
     res["workers"] = urls(workers)
@@ -370,6 +373,7 @@ def main():
             state=dict(type="str", required=True, choices=["absent", "present"]),
             timeout=dict(type="int", default=120),
             drain_timeout=dict(type="int", default=30),
+            worker_api_key=dict(type="str", no_log=True),
             poll_interval=dict(type="float", default=0.5),
         ),
         supports_check_mode=True,

@@ -35,9 +35,12 @@ options:
     type: float
     default: 30.0
   journal_lines:
-    description: Journal lines returned on failure.
+    description: Journal lines returned on failure (secret flag values redacted).
     type: int
     default: 60
+  api_key:
+    description: Bearer token sent with the readiness request (SGLang's C(--api-key)).
+    type: str
 author: sglang-deploy
 """
 
@@ -68,6 +71,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_http import request
+from ansible.module_utils.sglang_secrets import redact_lines
 
 
 def unit_state(module, unit):
@@ -88,7 +92,8 @@ def journal(module, unit, invocation, lines):
         rc, out, err = module.run_command(
             ["journalctl", "--no-pager", "-o", "short-iso", "-n", str(lines), "-u", unit]
         )
-    return out.splitlines()[-lines:]
+    # secret flag values (an API key in SGLang's server_args line) never leave the host
+    return redact_lines(out.splitlines()[-lines:])
 
 
 def main():
@@ -100,6 +105,7 @@ def main():
             interval=dict(type="float", default=2.0),
             request_timeout=dict(type="float", default=30.0),
             journal_lines=dict(type="int", default=60),
+            api_key=dict(type="str", no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -130,7 +136,8 @@ def main():
                 journal=journal(module, unit, first.get("InvocationID") or st.get("InvocationID"),
                                 p["journal_lines"]),
             )
-        code, detail = request(p["url"], timeout=p["request_timeout"])
+        code, detail = request(p["url"], timeout=p["request_timeout"],
+                               headers={"Authorization": "Bearer " + p["api_key"]} if p["api_key"] else None)
         if code == 200:
             module.exit_json(changed=False, elapsed=round(time.monotonic() - start, 1), main_pid=pid)
         last_http = f"HTTP {code}" if code else detail
