@@ -12,6 +12,13 @@ def jobs(cfg):
     return {j["job_name"]: j for j in cfg["scrape_configs"]}
 
 
+def test_sglang_job_maps_openmetrics_names_back_to_sglangs():
+    # Prometheus 2.42 stored sglang_cache_hit_rate for the sample sglang:cache_hit_rate (OpenMetrics)
+    job = config.sglang_job([], "/metrics")
+    assert job["metric_relabel_configs"] == [{"source_labels": ["__name__"], "regex": "sglang_(.+)",
+                                              "target_label": "__name__", "replacement": "sglang:$1"}]
+
+
 def test_sglang_job_labels_each_host():
     fleet = [dict(FLEET[0], ml_env_generation="20250101-abc"), FLEET[1]]
     sglang = jobs(config.prometheus_config(fleet))["sglang"]

@@ -43,11 +43,22 @@ def _static(target, labels):
     return {"targets": [target], "labels": {k: str(v) for k, v in sorted(labels.items()) if v not in (None, "")}}
 
 
+# SGLang's metrics are named sglang:<name>. Asked for OpenMetrics (Prometheus 2.x asks for it
+# first), the prometheus_client SGLang 0.5.23 runs writes the samples as sglang_<name> (its HELP
+# and TYPE lines keep the colon), so Debian's Prometheus 2.42 stored sglang_cache_hit_rate where
+# the text format says sglang:cache_hit_rate (measured on the demo hosts; docs/monitoring.md).
+# SGLang exports no sglang_-named metric of its own, so the rules, the dashboard and the report
+# use the one canonical spelling and the job maps the other back to it.
+SGLANG_NAME_RELABEL = {"source_labels": ["__name__"], "regex": "sglang_(.+)", "target_label": "__name__",
+                       "replacement": "sglang:$1"}
+
+
 def sglang_job(hosts, metrics_path):
     """One static target per SGLang host, labelled with its name, flag set, generation and model."""
     return {
         "job_name": JOB_SGLANG,
         "metrics_path": metrics_path,
+        "metric_relabel_configs": [dict(SGLANG_NAME_RELABEL)],
         "static_configs": [
             _static(_hostport(h["address"], h["port"]),
                     {"host": h["host"], "flag_hash": h["flag_hash"],
