@@ -42,9 +42,12 @@ setup: disk tools docker image wheelhouse
 demo-hosts: setup
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml
 
-demo: demo-hosts       ## the main job on the embedded default, then the verification report
+demo: demo-hosts       ## the main job on the embedded default, Prometheus beside it, then the verification report
 	$(BIN)/ansible-playbook $(LOCAL) deploy.yml
+	$(BIN)/ansible-playbook $(LOCAL) playbooks/monitoring.yml
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/verify.yml
+	@echo "demo: Prometheus scraping the demo hosts (alerts: /alerts): http://127.0.0.1:9090"
+	@echo "demo: verification report: reports/latest.md (links this run's Prometheus graphs)"
 
 demo-down: tools
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml -e local_hosts_state=absent
