@@ -8,7 +8,6 @@ import os
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _spec = importlib.util.spec_from_file_location(
@@ -172,16 +171,7 @@ def test_a_missing_root_and_unreadable_facts_plan_nothing_or_are_ignored(tmp_pat
     assert names(remove) == ["a"]
 
 
-def run_main(capsys, args, check_mode=False):
-    if check_mode:
-        args = dict(args, _ansible_check_mode=True)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            m.main()
-    return json.loads(capsys.readouterr().out)
-
-
-def test_main_reports_the_plan_and_changes_nothing(tmp_path, capsys):
+def test_main_reports_the_plan_and_changes_nothing(tmp_path, run_module):
     root = tmp_path / "ml-envs"
     generation(root, "old", age_s=10)
     generation(root, "cur")
@@ -190,19 +180,19 @@ def test_main_reports_the_plan_and_changes_nothing(tmp_path, capsys):
     activate(link, root / "cur")
     args = dict(root=str(root), link=str(link), keep=0, state_fact=str(tmp_path / "none"),
                 release_fact=str(tmp_path / "none"))
-    out = run_main(capsys, args, check_mode=True)
+    out = run_module(m, args, check_mode=True)
     assert out["changed"] is False and out["remove"] == [str(root / "old")]
     assert set(out["kept"]) == {str(root / "cur"), str(root / "models")}
     assert (root / "old").is_dir(), "the module only chooses; prune.yml removes"
 
 
 @pytest.mark.parametrize("root", ["/", "//", "ml-envs"])
-def test_main_refuses_the_filesystem_root_and_relative_paths(tmp_path, capsys, root):
-    out = run_main(capsys, dict(root=root, link=str(tmp_path / "ml-env"), keep=2))
+def test_main_refuses_the_filesystem_root_and_relative_paths(tmp_path, run_module, root):
+    out = run_module(m, dict(root=root, link=str(tmp_path / "ml-env"), keep=2))
     assert out["failed"] and "absolute path other than /" in out["msg"]
 
 
-def test_main_refuses_a_root_that_resolves_to_the_filesystem_root(tmp_path, capsys):
+def test_main_refuses_a_root_that_resolves_to_the_filesystem_root(tmp_path, run_module):
     (tmp_path / "slash").symlink_to("/")
-    out = run_main(capsys, dict(root=str(tmp_path / "slash"), link=str(tmp_path / "ml-env"), keep=2))
+    out = run_module(m, dict(root=str(tmp_path / "slash"), link=str(tmp_path / "ml-env"), keep=2))
     assert out["failed"] and "other than /" in out["msg"]

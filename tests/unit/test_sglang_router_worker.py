@@ -15,7 +15,6 @@ import pytest
 
 import sglang_router_worker as m
 from ansible.module_utils import sglang_router_listing as listing
-from ansible.module_utils.testing import patch_module_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures", "sglang-router")
@@ -460,35 +459,26 @@ def test_unreachable_router():
     assert "sglang_router_url" in msg
 
 
-def run_main(capsys, args, check_mode=False):
-    if check_mode:
-        args = dict(args, _ansible_check_mode=True)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            m.main()
-    return json.loads(capsys.readouterr().out)
-
-
-def test_main_round_trip(router, capsys):
+def test_main_round_trip(router, run_module):
     worker = router + "/w1"
     args = dict(router_url=router, worker_url=worker, state="absent", poll_interval=0.01, drain_timeout=2)
-    out = run_main(capsys, args, check_mode=True)
+    out = run_module(m, args, check_mode=True)
     assert out["changed"] and not sent("DELETE")
-    out = run_main(capsys, args)
+    out = run_module(m, args)
     assert out["changed"] and out["drained"] and out["in_flight_at_removal"] == 0 and out["drain_seconds"] >= 0
-    assert run_main(capsys, args)["changed"] is False
+    assert run_module(m, args)["changed"] is False
     args["state"] = "present"
-    out = run_main(capsys, args)
+    out = run_module(m, args)
     assert out["changed"] and worker in out["workers"]
-    assert run_main(capsys, args)["changed"] is False
+    assert run_module(m, args)["changed"] is False
 
 
-def test_main_fails_with_the_router_message(capsys):
-    out = run_main(capsys, dict(router_url="http://127.0.0.1:9", worker_url="http://127.0.0.1:9/w", state="present"))
+def test_main_fails_with_the_router_message(run_module):
+    out = run_module(m, dict(router_url="http://127.0.0.1:9", worker_url="http://127.0.0.1:9/w", state="present"))
     assert out["failed"] and "sglang_router_url" in out["msg"] and out["router_url"] == "http://127.0.0.1:9"
-    out = run_main(capsys, dict(router_url="router:30000", worker_url="http://w:1", state="present"))
+    out = run_module(m, dict(router_url="router:30000", worker_url="http://w:1", state="present"))
     assert out["failed"] and "not an http(s) URL" in out["msg"] and "sglang_router_url" in out["msg"]
-    out = run_main(capsys, dict(router_url="http://r:1", worker_url="w:1", state="absent"))
+    out = run_module(m, dict(router_url="http://r:1", worker_url="w:1", state="absent"))
     assert out["failed"] and "sglang_router_worker_url" in out["msg"]
 
 

@@ -4,14 +4,12 @@ directory (library/sglang_verify_gate.py), and report files written by many host
 (module_utils/sglang_verify_store.py)."""
 import glob
 import importlib.util
-import json
 import multiprocessing
 import os
 
 import pytest
 from ansible.module_utils import sglang_verify_baseline as bl
 from ansible.module_utils import sglang_verify_store as store
-from ansible.module_utils.testing import patch_module_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = {"prompt": "Tell me a story.", "max_tokens": 256, "runs": 5, "warmup": 1}
@@ -126,29 +124,21 @@ gate_module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gate_module)
 
 
-def _run_gate(report_dir, run_id, tps, **extra):
+def _gate_args(report_dir, run_id, tps, **extra):
     args = {"host": "h1", "run_id": run_id, "report_dir": str(report_dir), "mode": "full",
             "result": {"generation": "gen1", "single_stream": {"decode_tps": tps, "ttft_ms": 20.0,
                                                                "decode_tps_runs": [tps] * 5}},
             "expected_args": {"model-path": "/m", "api-key": "secret"}, "bench": BENCH, "isolated": True,
             "gates": {"min_decode_tps": 30, "regression_ratio": 0.6, "min_samples": 3, "spread_k": 3}}
     args.update(extra)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            gate_module.main()
+    return args
 
 
-def _last_output(capsys):
-    return json.loads(capsys.readouterr().out)
-
-
-def test_gate_module_collects_then_gates_then_resets(tmp_path, capsys):
+def test_gate_module_collects_then_gates_then_resets(tmp_path, run_module):
     for i, tps in enumerate((480.0, 500.0, 490.0)):
-        _run_gate(tmp_path, "R%d" % i, tps)
-        out = _last_output(capsys)
+        out = run_module(gate_module, _gate_args(tmp_path, "R%d" % i, tps))
         assert out["passed"] and out["baseline_updated"]
-    _run_gate(tmp_path, "R3", 142.0)
-    out = _last_output(capsys)
+    out = run_module(gate_module, _gate_args(tmp_path, "R3", 142.0))
     assert not out["passed"] and not out["baseline_updated"]
     assert "below the regression limit of 294.0 tok/s" in out["failures"][0]
     assert "-l h1 -e sglang_verify_reset_baseline=true" in out["failures"][0]
@@ -157,24 +147,21 @@ def test_gate_module_collects_then_gates_then_resets(tmp_path, capsys):
     assert [r["decode_tps"] for r in base["accepted"]] == [480.0, 500.0, 490.0]
     assert base["flags"]["api-key"] == "<redacted>"
     # the reset sets the baseline aside (nothing deleted) and the figure starts a new one
-    _run_gate(tmp_path, "R4", 142.0, reset_baseline=True)
-    out = _last_output(capsys)
+    out = run_module(gate_module, _gate_args(tmp_path, "R4", 142.0, reset_baseline=True))
     assert out["passed"] and out["baseline_reset"].endswith(".reset-R4") and os.path.exists(out["baseline_reset"])
     base = store.read_json(glob.glob(str(tmp_path / "h1" / "baseline-*.json"))[0])
     assert [r["decode_tps"] for r in base["accepted"]] == [142.0]
 
 
-def test_gate_module_other_protocol_or_flags_start_their_own_baseline(tmp_path, capsys):
+def test_gate_module_other_protocol_or_flags_start_their_own_baseline(tmp_path, run_module):
     for i, tps in enumerate((480.0, 500.0, 490.0)):
-        _run_gate(tmp_path, "R%d" % i, tps)
-    capsys.readouterr()
+        run_module(gate_module, _gate_args(tmp_path, "R%d" % i, tps))
     # the same collapse measured by the quick gate, or with other flags, is not compared with them
-    _run_gate(tmp_path, "R3", 142.0, mode="gate")
-    assert _last_output(capsys)["passed"]
-    _run_gate(tmp_path, "R4", 142.0, expected_args={"model-path": "/m", "tp-size": 2})
-    assert _last_output(capsys)["passed"]
-    _run_gate(tmp_path, "R5", 142.0, result={"generation": "gen2", "single_stream": {"decode_tps": 142.0}})
-    assert _last_output(capsys)["passed"]
+    assert run_module(gate_module, _gate_args(tmp_path, "R3", 142.0, mode="gate"))["passed"]
+    assert run_module(gate_module, _gate_args(tmp_path, "R4", 142.0,
+                                              expected_args={"model-path": "/m", "tp-size": 2}))["passed"]
+    assert run_module(gate_module, _gate_args(tmp_path, "R5", 142.0, result={
+        "generation": "gen2", "single_stream": {"decode_tps": 142.0}}))["passed"]
     assert len(glob.glob(str(tmp_path / "h1" / "baseline-*.json"))) == 4
 
 
