@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 import ansible.module_utils
 
@@ -109,10 +108,13 @@ def main():
     ap.add_argument("--json", help="write all figures here")
     args = ap.parse_args()
 
-    info = json.load(urllib.request.urlopen(args.url.rstrip("/") + "/server_info", timeout=30))
+    client = Client(args.url, None, 300)
+    status, text = client.get("/server_info", timeout=30)
+    if status != 200:
+        sys.exit(f"{args.url}/server_info answered {status}: {text[:300]}")
+    info = json.loads(text)
     model = info.get("served_model_name") or info["model_path"]
     tokenizer = args.tokenizer or info.get("tokenizer_path") or info["model_path"]
-    client = Client(args.url, None, 300)
     rows = []
     t0 = time.time()
     for i in range(args.pairs):

@@ -51,7 +51,7 @@ def test_keys_go_to_the_keys_file_only(tmp_path):
     play = [{"name": "Render the keys file", "hosts": "gpu-node-01.example.invalid", "gather_facts": False, "tasks": [
         {"name": "Render the paths", "ansible.builtin.include_role": {"name": "sglang_server", "tasks_from": "render", "public": True}},
         {"name": "Write it", "ansible.builtin.copy": {
-            "content": "{{ lookup('ansible.builtin.template', '" + str(TEMPLATES / "sglang.keys.yaml.j2") + "') }}",
+            "content": "{{ lookup('ansible.builtin.template', '" + str(ROOT / "roles" / "sglang_server" / "templates" / "sglang.keys.yaml.j2") + "') }}",
             "dest": f"{tmp_path}/keys.yaml", "mode": "0600"}, "delegate_to": "localhost", "no_log": True}]}]
     (tmp_path / "keys-play.yml").write_text(yaml.safe_dump(play))
     env = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", "ANSIBLE_CACHE_PLUGIN": "memory",

@@ -15,12 +15,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 FIXTURES = ROOT / "tests" / "fixtures" / "units"
-TEMPLATES = ROOT / "roles" / "sglang_server" / "templates"
+TEMPLATES = ROOT / "templates"
 HOSTS = {"production": "gpu-node-01.example.invalid", "local": "sglang-local-1"}
 # case -> (inventory, extra variables): each inventory as it is, and production with every opt-in
 # PCIe lever of sglang_server switched on (the environment file gains their variables)
-CASES = {"production": ("production", {}), "local": ("local", {}),
-         "production-pcie": ("production", {"sglang_server_pcie_ipc_allreduce": True,
+# what the cuda_toolkit role exports on a GPU host (roles/cuda_toolkit/tasks/main.yml), which
+# sglang_server composes into the environment
+CUDA = {"cuda_toolkit_env": {"CUDA_HOME": "/usr/local/cuda-13.0", "PATH_PREFIX": "/usr/local/cuda-13.0/bin",
+                             "LD_LIBRARY_PATH": "/usr/local/cuda-13.0/lib64"}}
+CASES = {"production": ("production", CUDA), "local": ("local", {}),
+         "production-pcie": ("production", {**CUDA, "sglang_server_pcie_ipc_allreduce": True,
                                             "sglang_server_nccl_ib_disable": True,
                                             "sglang_server_nccl_p2p_level_sys": True})}
 

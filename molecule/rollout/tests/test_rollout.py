@@ -146,7 +146,26 @@ def test_4_rerun_with_nothing_changed_restarts_nothing():
         assert f"{h} " in out
     recap = [line for line in out.splitlines() if line.startswith("molecule-rollout-")]
     assert recap and all("changed=0" in line for line in recap), recap
+    # unchanged hosts are confirmed serving in one parallel pass: the serial play gets no host
+    assert "Roll out host by host" in out and "skipping: no hosts matched" in out, out[-3000:]
+    assert "TASK [Take the host out of the router" not in out
+    assert "TASK [Start the server if it is not running and wait until it generates]" in out
     figure(f"no-op rollout over 3 hosts took {took:.0f} s")
+
+
+def test_4b_noop_cost_does_not_grow_with_the_hosts():
+    """Figures, not a timed assertion: a no-op deploy.yml on 1, 2 and 3 hosts, interleaved rounds
+    (the hosts share this machine's cores; medians over the rounds)."""
+    args = dict(BASE_ARGS, **{"max-total-tokens": 8192})
+    took = {1: [], 2: [], 3: []}
+    for _ in range(2):
+        for n in (1, 2, 3):
+            _, out, seconds = deploy({"sglang_server_args": args}, args=("-l", ",".join(HOSTS[:n])))
+            recap = [line for line in out.splitlines() if line.startswith("molecule-rollout-")]
+            assert len(recap) == n and all("changed=0" in line for line in recap), recap
+            took[n].append(seconds)
+    figure("no-op deploy.yml, seconds (2 interleaved rounds, min-max): "
+           + "; ".join(f"{n} host{'s' if n > 1 else ''} {min(v):.0f}-{max(v):.0f}" for n, v in took.items()))
 
 
 def test_5_check_diff_shows_the_flag_change_per_host_and_restarts_nothing():
