@@ -1,12 +1,14 @@
 """ml_env's prune choice (roles/ml_env/library/ml_env_prune_plan.py) on directory trees in
 tmp_path: only finished generations are removed, never the active, previous, just-built or
-release-referenced ones (compared by real path), and never anything else under ml_env_root."""
+release-referenced ones (compared by real path; the releases' generations come from
+module_utils/sglang_release_state.py), and never anything else under ml_env_root."""
 
 import importlib.util
 import json
 import os
 
 import pytest
+from ansible.module_utils import sglang_release_state
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -103,10 +105,28 @@ def test_generations_of_recorded_releases_survive(tmp_path):
         "history": ["r0", "r1", "r2", "r3", "r4"],
         "generations": {"r0": "g0", "r1": "g1", "r2": "g2", "r3": "g4", "r4": "g5"},
     }))
-    remove, kept = m.plan(str(root), str(link), keep=0, release_fact=str(release))
+    remove, kept = m.plan(str(root), str(link), keep=0, release_fact=str(release), release_dir=str(tmp_path / "none"))
     assert names(remove) == ["g3", "g6"]
-    assert "recorded release r3" in kept[str(root / "g4")]
-    assert "previous release r1" in kept[str(root / "g1")]
+    assert kept[str(root / "g4")] == "generation of the recorded release r3"
+    assert kept[str(root / "g1")] == "generation of the recorded release r1"
+
+
+def test_generations_of_releases_recorded_by_sglang_release_survive(tmp_path):
+    """Seven releases recorded with keep=5 (release.json and environment copies in the release
+    directory): the generations of the five kept ones stay, the two oldest are removed."""
+    root, releases, fact = tmp_path / "ml-envs", tmp_path / "releases", tmp_path / "sglang_release.fact"
+    unit, env = tmp_path / "unit", tmp_path / "env"
+    for n in range(7):
+        generation(root, "g%d" % n, age_s=100 - n)
+        unit.write_text("[Service]\n# %d\n" % n)
+        env.write_text('SGLANG_DEPLOY_ML_ENV="g%d"\n' % n)
+        sglang_release_state.record(str(releases), str(fact), str(unit), str(env), "g%d" % n, {}, 5)
+    shared = json.loads(fact.read_text())
+    fact.write_text(json.dumps(dict(shared, generations={})))  # the copies alone protect them
+    remove, kept = m.plan(str(root), str(tmp_path / "no-link"), keep=0, release_fact=str(fact),
+                          release_dir=str(releases))
+    assert names(remove) == ["g0", "g1"]
+    assert kept[str(root / "g2")] == "generation of the recorded release %s" % shared["history"][-1]
 
 
 def test_an_old_record_without_the_generations_map_still_protects_current_and_previous(tmp_path):
@@ -116,7 +136,8 @@ def test_an_old_record_without_the_generations_map_still_protects_current_and_pr
     release = tmp_path / "sglang_release.fact"
     release.write_text(json.dumps({"current": "r1", "current_generation": "a",
                                    "previous": "r0", "previous_generation": "b", "history": ["r1", "r0"]}))
-    remove, _ = m.plan(str(root), str(tmp_path / "no-link"), keep=0, release_fact=str(release))
+    remove, _ = m.plan(str(root), str(tmp_path / "no-link"), keep=0, release_fact=str(release),
+                       release_dir=str(tmp_path / "none"))
     assert names(remove) == ["c"]
 
 
@@ -179,7 +200,7 @@ def test_main_reports_the_plan_and_changes_nothing(tmp_path, run_module):
     link = tmp_path / "ml-env"
     activate(link, root / "cur")
     args = dict(root=str(root), link=str(link), keep=0, state_fact=str(tmp_path / "none"),
-                release_fact=str(tmp_path / "none"))
+                release_fact=str(tmp_path / "none"), release_dir=str(tmp_path / "none"))
     out = run_module(m, args, check_mode=True)
     assert out["changed"] is False and out["remove"] == [str(root / "old")]
     assert set(out["kept"]) == {str(root / "cur"), str(root / "models")}

@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Runs on the host, read-only: decides which ml_env generations prune.yml removes. Standard
-# library only.
+# Runs on the host, read-only: decides which ml_env generations prune.yml removes. The
+# generations of sglang_release's releases come from module_utils/sglang_release_state.py.
+# Standard library only.
 
 from __future__ import absolute_import, division, print_function
 
@@ -17,9 +18,11 @@ description:
     removed; anything else (C(logs), a partial install, data that is not ml_env's) is kept.
   - Never removed, compared by real path (so a I(root) reached through a symlink, or a link
     that points through one, is recognised), the generation I(link) points at, the
-    C(previous_dir) of I(state_fact), every path of I(protect), and the generation of every
-    release recorded in I(release_fact) (C(current_generation), C(previous_generation) and
-    the values of C(generations)), and the C(active_dir) recorded in I(state_fact).
+    C(previous_dir) of I(state_fact), every path of I(protect), the C(active_dir) recorded in
+    I(state_fact), and the generation of every release sglang_release records (current,
+    previous, its history; read from each release's C(release.json) and environment copy under
+    I(release_dir) and from the index I(release_fact), C(protected_generations) of
+    module_utils/sglang_release_state.py).
   - Of the other generations the I(keep) newest (by the time of their record) are kept; the
     rest are returned in C(remove). Symlinks under I(root) are never followed nor returned.
   - Reads only; never changes anything (C(changed) is always false).
@@ -50,9 +53,13 @@ options:
     type: path
     default: /etc/ansible/facts.d/ml_env.fact
   release_fact:
-    description: sglang_release's local fact; a missing or unreadable file protects nothing more.
+    description: sglang_release's local fact (its index); a missing or unreadable file protects nothing more.
     type: path
     default: /etc/ansible/facts.d/sglang_release.fact
+  release_dir:
+    description: sglang_release's release directory (C(sglang_release_dir)); a missing one protects what the index names.
+    type: path
+    default: /var/lib/sglang-deploy/releases
 """
 
 RETURN = r"""
@@ -72,6 +79,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_release_state import FACT, RELEASE_DIR, protected_generations
 
 
 def _read_json(path):
@@ -89,7 +97,7 @@ def _under(root, name_or_path):
     return name_or_path if os.path.isabs(name_or_path) else os.path.join(root, name_or_path)
 
 
-def protected_paths(root, link, protect=(), state_fact=None, release_fact=None):
+def protected_paths(root, link, protect=(), state_fact=None, release_fact=None, release_dir=RELEASE_DIR):
     """{realpath: reason} of every generation that must never be removed."""
     found = {}
 
@@ -104,24 +112,20 @@ def protected_paths(root, link, protect=(), state_fact=None, release_fact=None):
     state = _read_json(state_fact) if state_fact else {}
     add(state.get("active_dir") or "", "active generation recorded in %s" % state_fact)
     add(state.get("previous_dir") or "", "previous generation recorded in %s" % state_fact)
-    release = _read_json(release_fact) if release_fact else {}
-    for key in ("current", "previous"):
-        add(release.get(key + "_generation") or "",
-            "generation of the %s release %s" % (key, release.get(key) or "?"))
-    generations = release.get("generations")
-    if isinstance(generations, dict):
-        for release_id, generation in sorted(generations.items()):
-            if isinstance(generation, str):
-                add(generation, "generation of the recorded release %s" % release_id)
+    if release_fact:
+        for generation, ids in sorted(protected_generations(release_dir, release_fact).items()):
+            plural = "s" if len(ids) > 1 else ""
+            add(generation, "generation of the recorded release%s %s" % (plural, ", ".join(ids)))
     return found
 
 
-def plan(root, link, keep, record="ml-env-generation.json", protect=(), state_fact=None, release_fact=None):
+def plan(root, link, keep, record="ml-env-generation.json", protect=(), state_fact=None, release_fact=None,
+         release_dir=RELEASE_DIR):
     """(remove, kept): the generation paths to remove and {path: why it stays} for the rest."""
     kept, candidates = {}, []
     if not os.path.isdir(root):
         return [], kept
-    protected = protected_paths(root, link, protect, state_fact, release_fact)
+    protected = protected_paths(root, link, protect, state_fact, release_fact, release_dir)
     with os.scandir(root) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.is_symlink():
@@ -154,7 +158,8 @@ def main():
             record=dict(type="str", default="ml-env-generation.json"),
             protect=dict(type="list", elements="str", default=[]),
             state_fact=dict(type="path", default="/etc/ansible/facts.d/ml_env.fact"),
-            release_fact=dict(type="path", default="/etc/ansible/facts.d/sglang_release.fact"),
+            release_fact=dict(type="path", default=FACT),
+            release_dir=dict(type="path", default=RELEASE_DIR),
         ),
         supports_check_mode=True,
     )
@@ -165,7 +170,7 @@ def main():
     if not os.path.isabs(p["link"]):
         module.fail_json(msg="ml_env_prune_plan: link=%r must be an absolute path (ml_env_link)" % p["link"])
     remove, kept = plan(p["root"], p["link"], p["keep"], p["record"], [x for x in p["protect"] if x],
-                        p["state_fact"], p["release_fact"])
+                        p["state_fact"], p["release_fact"], p["release_dir"])
     module.exit_json(changed=False, remove=remove, kept=kept,
                      msg="under %s: %d generation(s) to remove, %d kept" % (p["root"], len(remove), len(kept)))
 
