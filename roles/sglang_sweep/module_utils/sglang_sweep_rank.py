@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Controller side only (the sglang_sweep_report module): the ranking of a sweep's candidates and
+# the winner, with ties decided by the measured spread.
+"""Rank the working candidates of a sweep by single-stream decode tok/s.
+
+Ties: each working candidate's figure is an interval, its median plus or minus its noise,
+``noise = max(k * sigma, floor * median)`` where sigma = 1.4826 x MAD of its measured runs
+(``robust_stats`` of roles/sglang_verify, the spread the regression gates widen their tolerance
+with; docs/speed-gates.md) and ``floor`` a minimum relative noise (default 5%: even a steady
+figure is not trusted to better than that). From the best median down, each candidate joins the
+first group whose best candidate's interval overlaps its own, or starts a new group. Members of a
+group are a TIE: they share a rank and are not ordered against each other (a noisy figure may
+join the first group with a lower median than the second group's). The winner is the group's best median, flagged ``tie`` when its
+group has several members; it beats the baseline only when the baseline is working and in
+another group.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+TIE_K = 3.0
+NOISE_FLOOR = 0.05
+
+
+def median_of(rec):
+    tps = ((rec or {}).get("figures") or {}).get("decode_tps") or {}
+    return tps.get("median")
+
+
+def noise(tps, k=TIE_K, floor=NOISE_FLOOR):
+    """Half-width of a figure's interval: max(k * sigma, floor * median)."""
+    return max(k * float(tps.get("sigma") or 0.0), floor * float(tps["median"]))
+
+
+def _entry(cand, rec):
+    rec = rec or {}
+    return {
+        "key": cand["key"], "label": cand["label"], "aliases": cand.get("aliases") or [],
+        "changes": cand.get("changes") or {"args": {}, "env": {}},
+        "args": cand.get("args") or {}, "env": cand.get("env") or {},
+        "outcome": rec.get("outcome") if rec.get("status") == "finished" else ("interrupted" if rec else "not run"),
+        "reason": rec.get("reason") or ("started, never finished" if rec else "not run (time budget or stopped)"),
+        "stage": rec.get("stage"), "details": rec.get("details") or {}, "figures": rec.get("figures"),
+        "duration_s": rec.get("duration_s"),
+    }
+
+
+def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR):
+    """``{ranking, groups, winner, baseline, counts}``.
+
+    candidates: the plan's candidates (baseline first); records: ``{key: record}``.
+    ranking: every candidate, the measured working ones first (best median first, with
+    ``rank``, ``group``, ``tie``, ``low``/``high`` of the interval and ``vs_baseline_pct``),
+    then the others in plan order (``rank`` None)."""
+    entries = [_entry(c, (records or {}).get(c["key"])) for c in candidates]
+    measured = sorted((e for e in entries if e["outcome"] == "working" and median_of(e) is not None),
+                      key=lambda e: -median_of(e))
+    groups = []
+    for e in measured:
+        tps = e["figures"]["decode_tps"]
+        half = noise(tps, k, floor)
+        e["noise"] = round(half, 3)
+        e["low"], e["high"] = round(tps["median"] - half, 3), round(tps["median"] + half, 3)
+        group = next((g for g in groups if e["high"] >= g[0]["low"]), None)
+        if group is None:
+            groups.append([e])
+        else:
+            group.append(e)
+    measured = [e for g in groups for e in g]
+    for number, group in enumerate(groups, 1):
+        for e in group:
+            e["rank"], e["group"], e["tie"] = number, number, len(group) > 1
+    base = entries[0] if entries else None
+    base_median = median_of(base) if base and base["outcome"] == "working" else None
+    for e in entries:
+        e.setdefault("rank", None)
+        e.setdefault("group", None)
+        e.setdefault("tie", False)
+        m = median_of(e) if e["outcome"] == "working" else None
+        e["vs_baseline_pct"] = (round(100.0 * (m - base_median) / base_median, 1)
+                                if m is not None and base_median else None)
+    others = [e for e in entries if e not in measured]
+    winner = None
+    if groups:
+        best = groups[0][0]
+        winner = dict(best, ties=[e["label"] for e in groups[0][1:]],
+                      beats_baseline=bool(base_median) and base.get("group") != 1,
+                      is_baseline=best is base)
+    counts = dict((o, 0) for o in ("working", "wrong", "hung", "crashed", "rejected", "interrupted", "not run"))
+    for e in entries:
+        counts[e["outcome"]] = counts.get(e["outcome"], 0) + 1
+    return {
+        "ranking": measured + others,
+        "groups": [[e["key"] for e in g] for g in groups],
+        "winner": winner,
+        "baseline": base,
+        "counts": counts,
+        "tie_rule": {"k": k, "noise_floor": floor,
+                     "rule": "tie when median +- max(%g x 1.4826 x MAD, %g%% of the median) intervals overlap" % (
+                         k, 100 * floor)},
+    }

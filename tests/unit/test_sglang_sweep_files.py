@@ -1,0 +1,95 @@
+"""The sweep files (sweeps/*.yml) expanded against their inventory's flags and judged offline the
+way roles/sglang_flags judges a host (tasks/evaluate.yml: the input checks with the flag catalog,
+then the rules table): the known-bad Blackwell candidates are rejected naming their rule, the
+rest pass, and the local sweep stays short."""
+
+import importlib.util
+import os
+
+import pytest
+import yaml
+
+from ansible.module_utils import sglang_sweep_plan as plan
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FLAGS = os.path.join(ROOT, "roles", "sglang_flags")
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(
+        "_test_sweep_%s" % name, os.path.join(FLAGS, "filter_plugins", "%s.py" % name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+INPUTS, CATALOG, RULES_F = _load("sglang_flags_inputs"), _load("sglang_flags_catalog"), _load("sglang_flags_rules")
+
+
+def _yaml(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+RULES = _yaml("roles", "sglang_flags", "vars", "main.yml")["sglang_flags_rules"]
+SPEC = _yaml("roles", "sglang_sweep", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+
+
+def expand(sweep_file, inventory, group):
+    sweep = _yaml("sweeps", sweep_file)
+    profile = _yaml("inventories", inventory, "group_vars", group, "sglang.yml")
+    return sweep, plan.expand(profile["sglang_server_args"], profile.get("sglang_server_env"),
+                              sweep.get("sweep_base"), sweep.get("sweep_axes"), sweep.get("sweep_candidates"))
+
+
+def judge(cand, version="0.5.23", **host):
+    """Error findings of one candidate as the lint finds them: rule ids."""
+    catalog = CATALOG.sglang_flags_catalog_of(version)
+    findings = INPUTS.sglang_flags_inputs(cand["args"], env=cand["env"], catalog=catalog, rules=RULES,
+                                          version=version)
+    findings += RULES_F.sglang_flags_check(INPUTS.sglang_flags_expand(cand["args"], catalog), RULES,
+                                           env=cand["env"], version=version, **host)
+    return sorted({f["rule"] for f in findings if f["severity"] == "error"})
+
+
+BLACKWELL = dict(sm="12.0", gpu_count=8, packages=["sglang"])
+
+
+@pytest.mark.parametrize("name", ["blackwell-backends.yml", "local-cpu.yml"])
+def test_sweep_files_use_only_the_documented_variables(name):
+    sweep = _yaml("sweeps", name)
+    assert set(sweep) <= set(SPEC), "undocumented: %s" % sorted(set(sweep) - set(SPEC))
+    assert sweep["sweep_name"] == name[:-len(".yml")]
+    assert isinstance(sweep["sweep_candidate_timeout"], int) and isinstance(sweep["sweep_time_budget"], int)
+
+
+def test_blackwell_backends_rejects_the_known_bad_and_passes_the_rest():
+    sweep, cands = expand("blackwell-backends.yml", "production", "blackwell")
+    verdicts = dict((c["label"], judge(c, **BLACKWELL)) for c in cands)
+    assert cands[0]["label"] == "baseline" and verdicts["baseline"] == []
+    rejected = dict((label, rules) for label, rules in verdicts.items() if rules)
+    passing = [label for label, rules in verdicts.items() if not rules]
+    assert len(cands) == 51 and len(rejected) == 42 and len(passing) == 9
+    fired = set(r for rules in rejected.values() for r in rules)
+    assert fired == {"sm120-moe-flashinfer-cutedsl", "sm120-moe-flashinfer-trtllm", "sm120-fp4-gemm-cutlass",
+                     "sm120-hybrid-gdn-attention-backend", "spec-draft-without-num-steps"}
+    assert rejected["moe-runner-backend=flashinfer_trtllm"] == ["sm120-moe-flashinfer-trtllm"]
+    assert rejected["draft tokens without num-steps (refused)"] == ["spec-draft-without-num-steps"]
+    assert verdicts["trtllm_mha attention"] == [] and verdicts["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"] == []
+    # the linked NEXTN axis varies its three settings together, and only those
+    longer = [c for c in cands if c["changes"] == {
+        "args": {"speculative-num-steps": 2, "speculative-num-draft-tokens": 3}, "env": {}}]
+    assert len(longer) == 1 and longer[0]["args"]["speculative-eagle-topk"] == 1
+    # the survivors' worst case (every start taking its whole timeout) fits the budget
+    assert len(passing) * sweep["sweep_candidate_timeout"] <= sweep["sweep_time_budget"]
+
+
+def test_local_cpu_sweep_is_short_and_real():
+    sweep, cands = expand("local-cpu.yml", "local", "all")
+    verdicts = [(c["label"], judge(c, sm="", gpu_count=None, packages=["sglang"])) for c in cands]
+    assert [v[0] for v in verdicts][0] == "baseline"
+    started = [label for label, rules in verdicts if not rules]
+    assert 4 <= len(started) <= 6 and len(cands) <= 6
+    assert dict(verdicts)["unknown schedule policy (refused)"] == ["flag-choice"]
+    assert cands[0]["env"]["OMP_NUM_THREADS"] == "1"  # the profile's value is the baseline, not a candidate
+    assert len(started) * sweep["sweep_candidate_timeout"] <= sweep["sweep_time_budget"]
