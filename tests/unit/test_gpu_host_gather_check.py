@@ -1,14 +1,14 @@
-"""gather() against a faked host built from fixtures, and evaluate() (the preflight's verdict)."""
+"""gather() (roles/gpu_host/module_utils/gpu_host_gather.py) against a faked host built from
+fixtures, and evaluate() (gpu_host_verdict.py: the preflight's verdict)."""
 
 import os
-import sys
 
 import pytest
+from ansible.module_utils import gpu_host_gather as gather
+from ansible.module_utils import gpu_host_nvidia as nvidia
+from ansible.module_utils import gpu_host_verdict as verdict
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "roles", "gpu_host", "module_utils"))
-
-import gpu_host_parsers as p  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "gpu-host")
 H200 = os.path.join(FIX, "h200-1gpu-ubuntu2404")
@@ -61,9 +61,9 @@ class FakeHost:
         return (1, "", "unexpected command %r" % argv)
 
     def gather(self, **kwargs):
-        return p.gather(self.run, self.files.get, self.dirs.get, self.links.get,
-                        kwargs.pop("smi", "/usr/bin/nvidia-smi"), "/proc/driver/nvidia/version",
-                        **kwargs)
+        return gather.gather(self.run, self.files.get, self.dirs.get, self.links.get,
+                             kwargs.pop("smi", "/usr/bin/nvidia-smi"), "/proc/driver/nvidia/version",
+                             **kwargs)
 
 
 def h200_host():
@@ -92,7 +92,7 @@ def test_gather_asks_documented_fields():
     host = h200_host()
     host.gather()
     query = host.calls[0][1]
-    assert query == "--query-gpu=" + ",".join(p.QUERY_FIELDS)
+    assert query == "--query-gpu=" + ",".join(nvidia.QUERY_FIELDS)
     assert host.calls[0][2] == "--format=csv"
     # one GPU: no topology call
     assert ["/usr/bin/nvidia-smi", "topo", "-m"] not in host.calls
@@ -114,7 +114,7 @@ def test_gather_blackwell_8gpu_pcie():
     assert facts["iommu"]["mode"] == "translated"
     assert facts["iommu"]["cmdline_flags"] == ["intel_iommu=on"]
     assert facts["acs"]["state"] == "enabled"
-    errors, warnings = p.evaluate(facts, BLACKWELL)
+    errors, warnings = verdict.evaluate(facts, BLACKWELL)
     assert errors == []
     assert any("IOMMU translates DMA" in w for w in warnings)
     assert any("ACS redirects" in w for w in warnings)
@@ -126,7 +126,7 @@ def test_gather_cpu_test_host_runs_nothing():
     assert host.calls == []
     assert facts["gpu_count"] == 0
     assert facts["cpu_test_host"] is True
-    assert p.evaluate(facts, BLACKWELL, cpu_test_host=True) == ([], [])
+    assert verdict.evaluate(facts, BLACKWELL, cpu_test_host=True) == ([], [])
 
 
 def test_gather_no_nvidia_smi():
@@ -144,7 +144,7 @@ def test_gather_driver_not_loaded():
 # --- evaluate: the preflight verdict --------------------------------------------------------
 
 def test_h200_refused_when_inventory_expects_8_sm120():
-    errors, _ = p.evaluate(h200_host().gather(), BLACKWELL)
+    errors, _ = verdict.evaluate(h200_host().gather(), BLACKWELL)
     text = "\n".join(errors)
     assert "gpu_host_expected_gpu_count: expected 8 GPU(s), found 1" in text
     assert "gpu_host_expected_gpu_name: expected a GPU matching 'RTX PRO 6000 Blackwell', found 'NVIDIA H200'" in text
@@ -155,12 +155,12 @@ def test_h200_refused_when_inventory_expects_8_sm120():
 def test_h200_accepted_with_its_own_expectations():
     expected = {"gpu_name": "H200", "gpu_count": 1, "sm": "9.0", "min_driver_branch": 580,
                 "require_open_kernel_module": True}
-    assert p.evaluate(h200_host().gather(), expected) == ([], [])
+    assert verdict.evaluate(h200_host().gather(), expected) == ([], [])
 
 
 def test_no_gpu_fails_with_clear_message():
     facts = h200_host().gather(smi=None)
-    errors, _ = p.evaluate(facts, BLACKWELL)
+    errors, _ = verdict.evaluate(facts, BLACKWELL)
     assert len(errors) == 1
     assert "no NVIDIA GPU found on this host (nvidia-smi not found on PATH)" in errors[0]
     assert "gpu_host_cpu_test_host: true" in errors[0]
@@ -171,7 +171,7 @@ def test_old_proprietary_driver_refused():
     facts = blackwell_host(
         version_file=read(RTX, "proc-driver-nvidia-version-proprietary-570.txt")).gather()
     facts["driver_version"], facts["driver_branch"] = "570.86.15", 570
-    errors, _ = p.evaluate(facts, BLACKWELL)
+    errors, _ = verdict.evaluate(facts, BLACKWELL)
     text = "\n".join(errors)
     assert "gpu_host_min_driver_branch: expected driver branch >= 580, found 570.86.15 (branch 570" in text
     assert "gpu_host_require_open_kernel_module: expected the open NVIDIA kernel module, found the proprietary one" in text
@@ -181,12 +181,12 @@ def test_open_module_not_required():
     facts = blackwell_host(
         version_file=read(RTX, "proc-driver-nvidia-version-proprietary-570.txt")).gather()
     expected = dict(BLACKWELL, require_open_kernel_module=False)
-    assert p.evaluate(facts, expected)[0] == []
+    assert verdict.evaluate(facts, expected)[0] == []
 
 
 def test_degraded_pcie_links_warn_not_fail():
     facts = blackwell_host(query="nvidia-smi-query-degraded.csv").gather()
-    errors, warnings = p.evaluate(facts, BLACKWELL)
+    errors, warnings = verdict.evaluate(facts, BLACKWELL)
     assert errors == []
     assert "GPU 5 PCIe link runs at x8, below its maximum x16" in " ".join(warnings)
     assert "GPU 2 PCIe link runs at Gen1, below its maximum Gen5" in " ".join(warnings)
@@ -194,13 +194,13 @@ def test_degraded_pcie_links_warn_not_fail():
 
 
 def test_blackwell_clean_host_passes_without_warnings():
-    assert p.evaluate(blackwell_host().gather(), BLACKWELL) == ([], [])
+    assert verdict.evaluate(blackwell_host().gather(), BLACKWELL) == ([], [])
 
 
 def test_name_regex_and_substring():
     facts = blackwell_host().gather()
-    assert p.evaluate(facts, dict(BLACKWELL, gpu_name=r"rtx pro 6000 .*server"))[0] == []
-    assert p.evaluate(facts, dict(BLACKWELL, gpu_name="B200"))[0] != []
+    assert verdict.evaluate(facts, dict(BLACKWELL, gpu_name=r"rtx pro 6000 .*server"))[0] == []
+    assert verdict.evaluate(facts, dict(BLACKWELL, gpu_name="B200"))[0] != []
 
 
 @pytest.mark.parametrize("key,value,needle", [
@@ -210,7 +210,7 @@ def test_name_regex_and_substring():
     ("min_driver_branch", -5, "gpu_host_min_driver_branch: -5 must be an integer"),
 ])
 def test_bad_expectations_name_the_variable(key, value, needle):
-    errors, _ = p.evaluate(blackwell_host().gather(), dict(BLACKWELL, **{key: value}))
+    errors, _ = verdict.evaluate(blackwell_host().gather(), dict(BLACKWELL, **{key: value}))
     assert len(errors) == 1 and needle in errors[0]
 
 
@@ -218,7 +218,7 @@ def test_mixed_sm_fails_expected_sm():
     facts = blackwell_host().gather()
     facts["gpus"][7]["sm"] = "10.0"
     facts["sms"] = ["10.0", "12.0"]
-    errors, _ = p.evaluate(facts, BLACKWELL)
+    errors, _ = verdict.evaluate(facts, BLACKWELL)
     assert errors == ["gpu_host_expected_sm: expected SM 12.0, found 10.0, 12.0. Fix: this host's "
                       "GPUs are not the model the inventory declares; move it to the group for "
                       "its GPUs (launch flags and kernels depend on the SM)."]

@@ -1,15 +1,15 @@
-"""Unit tests of roles/gpu_host/module_utils/gpu_host_parsers.py on real and documented outputs."""
+"""Unit tests of the gpu_host parsers (roles/gpu_host/module_utils/gpu_host_nvidia.py,
+gpu_host_interconnect.py) and of empty_facts (gpu_host_gather.py) on real and documented outputs."""
 
 import json
 import os
-import sys
 
 import pytest
+from ansible.module_utils import gpu_host_gather as gather
+from ansible.module_utils import gpu_host_interconnect as interconnect
+from ansible.module_utils import gpu_host_nvidia as nvidia
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "roles", "gpu_host", "module_utils"))
-
-import gpu_host_parsers as p  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "gpu-host")
 H200 = os.path.join(FIX, "h200-1gpu-ubuntu2404")
@@ -25,9 +25,9 @@ def read(*parts):
 # --- nvidia-smi --query-gpu CSV -------------------------------------------------------------
 
 def test_query_csv_real_h200():
-    rows = p.parse_query_csv(read(H200, "nvidia-smi-query.csv"))
+    rows = nvidia.parse_query_csv(read(H200, "nvidia-smi-query.csv"))
     assert len(rows) == 1
-    gpu = p.normalize_gpu(rows[0])
+    gpu = nvidia.normalize_gpu(rows[0])
     assert gpu["index"] == 0
     assert gpu["name"] == "NVIDIA H200"
     assert gpu["sm"] == "9.0"
@@ -41,7 +41,7 @@ def test_query_csv_real_h200():
 
 
 def test_query_csv_blackwell_8gpu():
-    gpus = [p.normalize_gpu(r) for r in p.parse_query_csv(read(RTX, "nvidia-smi-query.csv"))]
+    gpus = [nvidia.normalize_gpu(r) for r in nvidia.parse_query_csv(read(RTX, "nvidia-smi-query.csv"))]
     assert [g["index"] for g in gpus] == list(range(8))
     assert {g["sm"] for g in gpus} == {"12.0"}
     assert {g["name"] for g in gpus} == {"NVIDIA RTX PRO 6000 Blackwell Server Edition"}
@@ -53,23 +53,23 @@ def test_query_csv_blackwell_8gpu():
 def test_query_csv_na_values_and_nounits():
     text = ("index, name, compute_cap, memory.total [MiB], pcie.link.width.current\n"
             "0, NVIDIA X, 12.0, [N/A], [N/A]\n")
-    gpu = p.normalize_gpu(p.parse_query_csv(text)[0])
+    gpu = nvidia.normalize_gpu(nvidia.parse_query_csv(text)[0])
     assert gpu["memory_mib"] is None
     assert gpu["pcie_width_current"] is None
 
 
 def test_query_csv_rejects_error_text():
-    with pytest.raises(p.ParseError):
-        p.parse_query_csv("Field \"compute_cap\" is not a valid field to query.\n")
+    with pytest.raises(nvidia.ParseError):
+        nvidia.parse_query_csv("Field \"compute_cap\" is not a valid field to query.\n")
 
 
 def test_query_csv_rejects_ragged_row():
-    with pytest.raises(p.ParseError):
-        p.parse_query_csv("index, name\n0, a, b\n")
+    with pytest.raises(nvidia.ParseError):
+        nvidia.parse_query_csv("index, name\n0, a, b\n")
 
 
 def test_query_csv_empty():
-    assert p.parse_query_csv("") == []
+    assert nvidia.parse_query_csv("") == []
 
 
 # --- SM normalisation -----------------------------------------------------------------------
@@ -79,44 +79,44 @@ def test_query_csv_empty():
     (12.0, "12.0"), ("9.0", "9.0"), ("90", "9.0"), ("10.0", "10.0"), ("", None), (None, None),
 ])
 def test_normalize_sm(raw, want):
-    assert p.normalize_sm(raw) == want
+    assert nvidia.normalize_sm(raw) == want
 
 
 @pytest.mark.parametrize("raw", ["blackwell", "12", "1.2.3", "sm_"])
 def test_normalize_sm_rejects(raw):
     with pytest.raises(ValueError):
-        p.normalize_sm(raw)
+        nvidia.normalize_sm(raw)
 
 
 # --- driver, CUDA, kernel module ------------------------------------------------------------
 
 def test_cuda_and_driver_from_banner_real():
     text = read(H200, "nvidia-smi.txt")
-    assert p.parse_cuda_driver_version(text) == "13.0"
-    assert p.parse_banner_driver_version(text) == "580.159.04"
+    assert nvidia.parse_cuda_driver_version(text) == "13.0"
+    assert nvidia.parse_banner_driver_version(text) == "580.159.04"
 
 
 def test_cuda_from_dash_q_real():
-    assert p.parse_cuda_driver_version(read(H200, "nvidia-smi-q.txt")) == "13.0"
+    assert nvidia.parse_cuda_driver_version(read(H200, "nvidia-smi-q.txt")) == "13.0"
 
 
 def test_cuda_missing():
-    assert p.parse_cuda_driver_version("no banner here") is None
+    assert nvidia.parse_cuda_driver_version("no banner here") is None
 
 
 def test_open_module_real_h200():
     first_line = read(H200, "host.txt").splitlines()[0]
-    info = p.parse_driver_version_file(first_line + "\n")
+    info = nvidia.parse_driver_version_file(first_line + "\n")
     assert info == {"driver_version": "580.159.04", "open_kernel_module": True}
 
 
 def test_proprietary_module():
-    info = p.parse_driver_version_file(read(RTX, "proc-driver-nvidia-version-proprietary-570.txt"))
+    info = nvidia.parse_driver_version_file(read(RTX, "proc-driver-nvidia-version-proprietary-570.txt"))
     assert info == {"driver_version": "570.86.15", "open_kernel_module": False}
 
 
 def test_version_file_missing():
-    assert p.parse_driver_version_file(None)["open_kernel_module"] is None
+    assert nvidia.parse_driver_version_file(None)["open_kernel_module"] is None
 
 
 @pytest.mark.parametrize("text,want", [
@@ -125,31 +125,31 @@ def test_version_file_missing():
     ("version: 1\n", None),
 ])
 def test_modinfo_license(text, want):
-    assert p.parse_modinfo_license(text) is want
+    assert nvidia.parse_modinfo_license(text) is want
 
 
 @pytest.mark.parametrize("version,branch", [("580.159.04", 580), ("570.86.15", 570),
                                             (None, None), ("", None)])
 def test_driver_branch(version, branch):
-    assert p.driver_branch(version) == branch
+    assert nvidia.driver_branch(version) == branch
 
 
 # --- topology -------------------------------------------------------------------------------
 
 def test_topo_real_h200_single_gpu():
-    topo = p.parse_topo_matrix(read(H200, "nvidia-smi-topo-m.txt"))
+    topo = interconnect.parse_topo_matrix(read(H200, "nvidia-smi-topo-m.txt"))
     assert topo["gpus"] == ["GPU0"]
     assert topo["matrix"] == {"GPU0": {}}
     assert topo["cpu_affinity"] == {"GPU0": "0-15"}
-    summary = p.summarize_interconnect(topo)
+    summary = interconnect.summarize_interconnect(topo)
     assert summary["pair_count"] == 0
     assert summary["has_nvlink"] is False
     assert summary["worst_path"] is None
-    assert p.comm_profile(1, summary) == "single_gpu"
+    assert interconnect.comm_profile(1, summary) == "single_gpu"
 
 
 def test_topo_blackwell_all_pcie_with_nics():
-    topo = p.parse_topo_matrix(read(RTX, "nvidia-smi-topo-m.txt"))
+    topo = interconnect.parse_topo_matrix(read(RTX, "nvidia-smi-topo-m.txt"))
     assert topo["gpus"] == ["GPU%d" % i for i in range(8)]
     assert topo["matrix"]["GPU0"]["GPU1"] == "PIX"
     assert topo["matrix"]["GPU0"]["GPU2"] == "NODE"
@@ -157,7 +157,7 @@ def test_topo_blackwell_all_pcie_with_nics():
     assert "NIC0" not in topo["matrix"]["GPU0"]
     assert topo["numa_affinity"]["GPU6"] == "1"
     assert topo["cpu_affinity"]["GPU0"] == "0-47,96-143"
-    summary = p.summarize_interconnect(topo)
+    summary = interconnect.summarize_interconnect(topo)
     assert summary["pair_count"] == 28
     assert summary["path_counts"] == {"PIX": 4, "NODE": 8, "SYS": 16}
     assert summary["has_nvlink"] is False
@@ -165,66 +165,66 @@ def test_topo_blackwell_all_pcie_with_nics():
     assert summary["worst_path"] == "SYS"
     assert summary["best_path"] == "PIX"
     assert summary["cross_socket"] is True
-    assert p.comm_profile(8, summary) == "pcie"
+    assert interconnect.comm_profile(8, summary) == "pcie"
 
 
 def test_topo_nvlink():
-    summary = p.summarize_interconnect(p.parse_topo_matrix(read(NVL, "nvidia-smi-topo-m.txt")))
+    summary = interconnect.summarize_interconnect(interconnect.parse_topo_matrix(read(NVL, "nvidia-smi-topo-m.txt")))
     assert summary["has_nvlink"] is True
     assert summary["all_nvlink"] is True
     assert summary["worst_path"] == "NV"
-    assert p.comm_profile(8, summary) == "nvlink"
+    assert interconnect.comm_profile(8, summary) == "nvlink"
 
 
 def test_topo_mixed_nvlink_pairs_is_pcie_profile():
     topo = {"matrix": {"GPU0": {"GPU1": "NV4", "GPU2": "SYS"}, "GPU1": {"GPU0": "NV4", "GPU2": "SYS"},
                        "GPU2": {"GPU0": "SYS", "GPU1": "SYS"}}}
-    summary = p.summarize_interconnect(topo)
+    summary = interconnect.summarize_interconnect(topo)
     assert summary["has_nvlink"] is True and summary["all_nvlink"] is False
     assert summary["worst_path"] == "SYS"
-    assert p.comm_profile(3, summary) == "pcie"
+    assert interconnect.comm_profile(3, summary) == "pcie"
 
 
 def test_topo_garbage():
-    with pytest.raises(p.ParseError):
-        p.parse_topo_matrix("Failed to initialize NVML: Driver/library version mismatch\n")
+    with pytest.raises(nvidia.ParseError):
+        interconnect.parse_topo_matrix("Failed to initialize NVML: Driver/library version mismatch\n")
 
 
 # --- IOMMU / ACS ----------------------------------------------------------------------------
 
 def test_acs_enabled_on_one_bridge():
-    acs = p.parse_lspci_acs(read(RTX, "lspci-vvv-acs.txt"))
+    acs = interconnect.parse_lspci_acs(read(RTX, "lspci-vvv-acs.txt"))
     assert acs == {"state": "enabled", "redirecting": ["0000:15:01.0"], "devices_with_acs": 2}
 
 
 def test_acs_unknown_without_capabilities():
-    assert p.parse_lspci_acs("00:06.0 3D controller: NVIDIA Corporation GH100\n")["state"] == "unknown"
+    assert interconnect.parse_lspci_acs("00:06.0 3D controller: NVIDIA Corporation GH100\n")["state"] == "unknown"
 
 
 def test_acs_disabled():
     text = "00:01.0 PCI bridge: X\n\t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir-\n"
-    assert p.parse_lspci_acs(text)["state"] == "disabled"
+    assert interconnect.parse_lspci_acs(text)["state"] == "disabled"
 
 
 @pytest.mark.parametrize("bus,bdf", [("00000000:00:06.0", "0000:00:06.0"),
                                      ("00000000:5A:00.0", "0000:5a:00.0"),
                                      ("00000001:17:00.0", "0001:17:00.0"), ("junk", None)])
 def test_sysfs_bdf(bus, bdf):
-    assert p.sysfs_bdf(bus) == bdf
+    assert interconnect.sysfs_bdf(bus) == bdf
 
 
 def test_iommu_modes():
-    assert p.iommu_state("", [], {})["mode"] == "off"
-    state = p.iommu_state("BOOT_IMAGE=/vmlinuz intel_iommu=on iommu=pt quiet", ["dmar0"],
-                          {"0000:16:00.0": "identity"})
+    assert interconnect.iommu_state("", [], {})["mode"] == "off"
+    state = interconnect.iommu_state("BOOT_IMAGE=/vmlinuz intel_iommu=on iommu=pt quiet", ["dmar0"],
+                                     {"0000:16:00.0": "identity"})
     assert state["mode"] == "passthrough"
     assert state["cmdline_flags"] == ["intel_iommu=on", "iommu=pt"]
-    assert p.iommu_state("", ["dmar0"], {"0000:16:00.0": "DMA-FQ"})["mode"] == "translated"
-    assert p.iommu_state("", ["dmar0"], {})["mode"] == "unknown"
+    assert interconnect.iommu_state("", ["dmar0"], {"0000:16:00.0": "DMA-FQ"})["mode"] == "translated"
+    assert interconnect.iommu_state("", ["dmar0"], {})["mode"] == "unknown"
 
 
 def test_empty_facts_serialisable():
-    facts = p.empty_facts(cpu_test_host=True)
+    facts = gather.empty_facts(cpu_test_host=True)
     assert facts["gpu_count"] == 0 and facts["cpu_test_host"] is True
     json.dumps(facts)
 
@@ -238,15 +238,15 @@ def test_device_run_query_matches_gathered_facts():
     """The exact query the module makes, re-parsed here, gives the gpus[] the role wrote there."""
     with open(os.path.join(DEVICE, "gpu_host.fact.json")) as handle:
         gathered = json.load(handle)
-    gpus = [p.normalize_gpu(r) for r in
-            p.parse_query_csv(read(DEVICE, "nvidia-smi-query-fields.csv"))]
+    gpus = [nvidia.normalize_gpu(r) for r in
+            nvidia.parse_query_csv(read(DEVICE, "nvidia-smi-query-fields.csv"))]
     assert gpus == gathered["gpus"]
     assert gathered["sm"] == "9.0"
     assert gathered["driver_version"] == "580.159.04"
     assert gathered["open_kernel_module"] is True
     assert gathered["cuda_driver_version"] == "13.0"
-    assert gathered["schema_version"] == p.SCHEMA_VERSION
-    assert set(gathered) == set(p.empty_facts())
+    assert gathered["schema_version"] == gather.SCHEMA_VERSION
+    assert set(gathered) == set(gather.empty_facts())
 
 
 def test_device_run_refusal_log_names_expected_and_found():

@@ -31,6 +31,7 @@ def _load(name):
 
 
 I, C, R = _load("sglang_flags_inputs"), _load("sglang_flags_catalog"), _load("sglang_flags_rules")
+REPORT = _load("sglang_flags_report")
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     RULES = yaml.safe_load(fh)["sglang_flags_rules"]
 
@@ -56,7 +57,7 @@ def judge(args=None, env=None, unit=None, version="0.5.23"):
     findings += R.sglang_flags_check(I.sglang_flags_expand(args, catalog), RULES, env=env, sm="12.0",
                                      version=version, gpu_count=8, packages=["sglang"],
                                      errors_as_findings=True)
-    return findings, R.sglang_flags_report({HOST: findings})
+    return findings, REPORT.sglang_flags_report({HOST: findings})
 
 
 def refused(report, label, rule, fix, names=()):

@@ -15,7 +15,8 @@ description:
   - Runs C(nvidia-smi --query-gpu), C(nvidia-smi), C(nvidia-smi topo -m) and, where present,
     C(lspci -vvv); reads /proc/driver/nvidia/version, /proc/cmdline and the IOMMU groups in /sys.
   - Read-only; never reports a change; runs the same in check mode.
-  - Parsing lives in module_utils/gpu_host_parsers.py (pure functions with unit tests).
+  - Parsing lives in module_utils/ (gpu_host_nvidia.py, gpu_host_interconnect.py, wired up by
+    gpu_host_gather.py): pure functions with unit tests.
 options:
   nvidia_smi:
     description: Name or path of nvidia-smi.
@@ -49,7 +50,8 @@ gpu_host_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_host_parsers import ParseError, gather
+from ansible.module_utils.gpu_host_gather import gather
+from ansible.module_utils.gpu_host_nvidia import ParseError
 
 
 def _read(path):

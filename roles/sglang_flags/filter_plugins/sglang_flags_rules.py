@@ -34,16 +34,16 @@ from __future__ import annotations
 import fnmatch
 import importlib.util
 import os
-import re
 
 from ansible.errors import AnsibleFilterError
 
 
 def _load_sibling(name):
     """A sibling module (beside this file). Ansible loads filter plugins by path, not as a
-    package, so load it the same way: the lead's renderer (sglang_flags.py) owns the flag
-    model (``model_path`` -> ``model-path``, ``false``/``null`` dropped);
-    sglang_flags_version.py orders versions (packaging.version)."""
+    package, so load it the same way: the renderer (sglang_flags.py) owns the flag model
+    (``model_path`` -> ``model-path``, ``false``/``null`` dropped); sglang_flags_version.py
+    orders versions (packaging.version); sglang_flags_requirements.py reads package names,
+    sglang_flags_sm.py compute capabilities, sglang_flags_gpus.py the GPUs a flag set needs."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
     spec = importlib.util.spec_from_file_location("_sglang_flags_rules_" + name, path)
     module = importlib.util.module_from_spec(spec)
@@ -53,109 +53,17 @@ def _load_sibling(name):
 
 _renderer = _load_sibling("sglang_flags")
 _versions = _load_sibling("sglang_flags_version")
+_requirements = _load_sibling("sglang_flags_requirements")
+_sm = _load_sibling("sglang_flags_sm")
+_gpus = _load_sibling("sglang_flags_gpus")
 version_key = _versions.version_key
 sglang_version_compare = _versions.sglang_version_compare
 version_in_range = _versions.version_in_range
-_FLAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-
-# --------------------------------------------------------------------------------------------
-# versions (PEP 440 order: sglang_flags_version.py) and the package spec
-# --------------------------------------------------------------------------------------------
-
-# a requirement string naming sglang itself (not sglang-router, sglang-kernel, ...)
-_REQ_PIN_RE = re.compile(r"^\s*sglang\s*(?:\[[^\]]*\])?\s*===?\s*(?P<v>[^\s;,#]+)", re.I)
-_REQ_WHEEL_RE = re.compile(r"(?:^|[/@\s])sglang-(?P<v>\d[^-/\s]*)-(?:py|cp)\d", re.I)
-_REQ_NAME_RE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
-
-
-def sglang_flags_version_from_spec(requirements) -> str:
-    """The SGLang version pinned in ml_env's package lists, or "" when none is exact.
-
-    Understands ``sglang==0.5.23``, ``sglang[all]==0.5.23``, ``sglang===0.5.24.dev0+g1a2b``,
-    and wheel file names or URLs (``.../sglang-0.5.23-py3-none-any.whl``). A range
-    (``sglang>=0.5``) or a source checkout (``-e python``) gives "".
-    """
-    if requirements is None:
-        return ""
-    if isinstance(requirements, str):
-        requirements = [requirements]
-    if not isinstance(requirements, (list, tuple)):
-        raise AnsibleFilterError(
-            "sglang_flags_version_from_spec: expected a list of requirement strings, "
-            f"got {type(requirements).__name__}"
-        )
-    for req in requirements:
-        text = str(req)
-        for regex in (_REQ_PIN_RE, _REQ_WHEEL_RE):
-            m = regex.search(text)
-            if m:
-                candidate = m.group("v")
-                if candidate.endswith(".whl"):
-                    continue
-                try:
-                    version_key(candidate)
-                except ValueError:
-                    continue
-                return candidate
-    return ""
-
-
-def _canonical_package(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def sglang_flags_package_names(requirements) -> list:
-    """Distribution names (PEP 503-normalised) of a list of requirement strings."""
-    if requirements is None:
-        return []
-    if isinstance(requirements, str):
-        requirements = [requirements]
-    names = []
-    for req in requirements:
-        text = str(req).strip()
-        if not text or text.startswith(("-", "#")):
-            continue
-        wheel = re.search(r"(?:^|/)([A-Za-z0-9_.]+?)-\d[^/]*\.whl$", text)
-        if wheel:
-            names.append(_canonical_package(wheel.group(1)))
-            continue
-        m = _REQ_NAME_RE.match(text)
-        if m:
-            names.append(_canonical_package(m.group("name")))
-    return sorted(set(names))
-
-
-# --------------------------------------------------------------------------------------------
-# GPU SM
-# --------------------------------------------------------------------------------------------
-
-_SM_RE = re.compile(r"^\s*(?:sm[_ ]?)?(?P<major>\d+)(?:[._](?P<minor>\d+))?\s*$", re.I)
-
-
-def sglang_flags_normalize_sm(value) -> str:
-    """``"12.0"``, ``12``, ``"sm_120"``, ``"SM120"``, ``"120"`` -> ``"12.0"``; ``""`` if unknown."""
-    if value is None or value == "":
-        return ""
-    if isinstance(value, float):
-        value = f"{value:.1f}"
-    text = str(value)
-    m = _SM_RE.match(text)
-    if not m:
-        raise AnsibleFilterError(
-            f"sglang_flags_gpu_sm: {value!r} is not a GPU compute capability; "
-            "write it as major.minor, e.g. \"12.0\" for RTX PRO 6000 Blackwell"
-        )
-    major, minor = int(m.group("major")), m.group("minor")
-    if minor is not None:
-        return f"{major}.{int(minor)}"
-    if major >= 20:  # "120", "sm_120", "sm_90": the last digit is the minor version
-        return f"{major // 10}.{major % 10}"
-    return f"{major}.0"  # "12", "9"
-
-
-def _sm_matches(sm: str, patterns) -> bool:
-    return any(fnmatch.fnmatchcase(sm, str(p)) for p in patterns)
-
+# scripts/sglang-drift.py loads this file alone and judges a profile as tasks/evaluate.yml
+# does, so the spec readers and the report line are reachable from here too
+sglang_flags_version_from_spec = _requirements.sglang_flags_version_from_spec
+sglang_flags_package_names = _requirements.sglang_flags_package_names
+sglang_flags_format = _load_sibling("sglang_flags_report").sglang_flags_format
 
 # --------------------------------------------------------------------------------------------
 # the flag set, as the rules see it
@@ -172,31 +80,6 @@ def _values(value) -> list:
     if value is True:
         return []
     return [str(value)]
-
-
-def _int_flag(args: dict, names, default: int) -> int:
-    for name in names:
-        if name in args and args[name] is not True:
-            try:
-                return int(str(args[name]))
-            except ValueError as exc:
-                raise AnsibleFilterError(
-                    f"sglang_server_args['{name}'] = {args[name]!r} is not an integer"
-                ) from exc
-    return default
-
-
-TP_FLAGS = ("tp", "tp-size", "tensor-parallel-size")
-PP_FLAGS = ("pp", "pp-size", "pipeline-parallel-size")
-NNODES_FLAGS = ("nnodes",)
-
-
-def gpus_needed(args: dict) -> int:
-    """GPUs one host must hold for this flag set: tp * pp / nnodes (rounded up)."""
-    tp = _int_flag(args, TP_FLAGS, 1)
-    pp = _int_flag(args, PP_FLAGS, 1)
-    nnodes = max(_int_flag(args, NNODES_FLAGS, 1), 1)
-    return -(-(tp * pp) // nnodes)
 
 
 _KNOWN_CONDITIONS = {
@@ -305,7 +188,7 @@ def _evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
         if flag is None:
             flag, value = set_vars[0], env[set_vars[0]]
     if applies.get("gpus_exceed_count"):
-        need = gpus_needed(args)
+        need = _gpus.gpus_needed(args)
         if need <= 1:
             return None
         if gpu_count is None:
@@ -313,17 +196,17 @@ def _evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
         elif need <= gpu_count:
             return None
         if flag is None:
-            flag = next((f for f in TP_FLAGS if f in args), "tp")
+            flag = next((f for f in _gpus.TP_FLAGS if f in args), "tp")
             value = need
     if "packages_absent" in applies:
         if packages is None:
             unknown.append("unknown-packages")
-        elif any(_canonical_package(p) in packages for p in applies["packages_absent"]):
+        elif any(_requirements.canonical_package(p) in packages for p in applies["packages_absent"]):
             return None
     if "sm" in applies:
         if not sm:
             unknown.append("unknown-sm")
-        elif not _sm_matches(sm, applies["sm"]):
+        elif not _sm.sm_matches(sm, applies["sm"]):
             return None
     if "sglang" in applies:
         rng = applies["sglang"] or {}
@@ -390,7 +273,7 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
         env = {}
     if not isinstance(env, dict):
         raise AnsibleFilterError("sglang_server_env must be a mapping of NAME -> value")
-    sm = sglang_flags_normalize_sm(sm)
+    sm = _sm.sglang_flags_normalize_sm(sm)
     version = "" if version is None else str(version).strip()
     if version:
         try:
@@ -444,7 +327,7 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
             version=version or "unknown",
             sm=sm or "unknown",
             gpu_count="unknown" if gpu_count is None else gpu_count,
-            gpus_needed=gpus_needed(nargs),
+            gpus_needed=_gpus.gpus_needed(nargs),
             replacement=rule.get("replacement", ""),
         )
         severity = rule["severity"]
@@ -474,39 +357,6 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
     return findings
 
 
-def _flag_label(flag) -> str:
-    if flag is None:
-        return "-"
-    flag = str(flag)
-    if flag in ("argv", "stdin") or not _FLAG_RE.match(flag) or flag != flag.lower():
-        return flag  # a variable, an environment variable, "role x", "-"
-    return f"--{flag}"
-
-
-def sglang_flags_format(findings, host="") -> list:
-    """One line per finding: ``host: --flag [rule-id] message. Fix: ... (source: ...)``."""
-    lines = []
-    for f in findings or []:
-        prefix = f"{host}: " if host else ""
-        line = f"{prefix}{_flag_label(f.get('flag'))} [{f.get('rule')}] {f.get('message')}"
-        if f.get("fix"):
-            line += f" Fix: {f['fix']}"
-        if f.get("source"):
-            line += f" (source: {f['source']})"
-        lines.append(line)
-    return lines
-
-
-def sglang_flags_report(by_host) -> dict:
-    """Aggregate ``{host: [findings]}`` into ``{errors: [lines], warnings: [lines]}``."""
-    errors, warnings = [], []
-    for host in sorted(by_host or {}):
-        for f in by_host[host] or []:
-            line = sglang_flags_format([f], host)[0]
-            (errors if f.get("severity") == "error" else warnings).append(line)
-    return {"errors": errors, "warnings": warnings}
-
-
 def sglang_flags_host_rules(rules) -> dict:
     """The host-scope rules and every renamed flag, as the on-host script wants them."""
     sglang_flags_validate_rules(rules)
@@ -531,130 +381,11 @@ def sglang_flags_host_rules(rules) -> dict:
     return {"rules": host, "renames": renames}
 
 
-def sglang_flags_env_dict(env) -> dict:
-    """``sglang_server_env`` as a task ``environment:``: null dropped, values as strings
-    (``true`` -> "1", ``false`` -> "0", as in the unit's EnvironmentFile)."""
-    if env is None:
-        return {}
-    if not isinstance(env, dict):
-        raise AnsibleFilterError("sglang_server_env must be a mapping of NAME -> value")
-    out = {}
-    for key, value in env.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            value = "1" if value else "0"
-        out[str(key)] = str(value)
-    return out
-
-
-def sglang_flags_lint_spec(spec) -> dict:
-    """A role's argument spec options with ``required`` and ``default`` dropped (recursively):
-    the lint checks the types and choices of what the inventory sets. What a play passes is
-    checked when the role runs, and a spec's ``default`` may be documentation ("computed
-    from facts") rather than a value."""
-    if isinstance(spec, dict):
-        return {
-            k: sglang_flags_lint_spec(v)
-            for k, v in spec.items()
-            if k not in ("required", "default")
-        }
-    if isinstance(spec, list):
-        return [sglang_flags_lint_spec(v) for v in spec]
-    return spec
-
-
-def sglang_flags_collect(hostvars, hosts, varname) -> dict:
-    """``{host: hostvars[host][varname]}`` for every host; ``[]`` where it is unset (a host
-    that failed before its findings were computed)."""
-    out = {}
-    for host in hosts or []:
-        try:
-            value = hostvars[host][varname]
-        except (KeyError, AttributeError, TypeError):
-            value = None
-        if value is None or type(value).__name__.endswith("Undefined"):
-            value = [
-                {
-                    "rule": "not-evaluated",
-                    "severity": "error",
-                    "status": "violation",
-                    "flag": "-",
-                    "value": None,
-                    "message": "this host's flags were not evaluated (it failed earlier in the play)",
-                    "fix": "see the failure above for this host",
-                    "source": "playbooks/lint.yml",
-                }
-            ]
-        out[str(host)] = list(value)
-    return out
-
-
-def sglang_flags_spec_findings(results) -> list:
-    """Findings from a loop of ``validate_argument_spec`` results (one per role)."""
-    findings = []
-    for res in results or []:
-        item = str(res.get("item", ""))
-        role = os.path.basename(os.path.dirname(os.path.dirname(item))) or item
-        errors = res.get("argument_errors") or []
-        if errors:
-            for err in errors:
-                findings.append(
-                    {
-                        "rule": "argument-spec",
-                        "severity": "error",
-                        "status": "violation",
-                        "flag": f"role {role}",
-                        "value": None,
-                        "message": f"{err}.",
-                        "fix": f"correct the variable (see roles/{role}/meta/argument_specs.yml)",
-                        "source": f"roles/{role}/meta/argument_specs.yml",
-                    }
-                )
-        elif res.get("failed") or res.get("failed_when_result") or (
-            res.get("msg") and "passed" not in str(res.get("msg"))
-        ):
-            findings.append(
-                {
-                    "rule": "argument-spec-unchecked",
-                    "severity": "warning",
-                    "status": "unknown",
-                    "flag": f"role {role}",
-                    "value": None,
-                    "message": f"could not check the variables against the spec: {res.get('msg')}",
-                    "fix": f"check roles/{role}/meta/argument_specs.yml and the variables it names",
-                    "source": f"roles/{role}/meta/argument_specs.yml",
-                }
-            )
-    return findings
-
-
-def sglang_flags_spec_files(roles_dir, roles=None) -> list:
-    """``roles_dir/*/meta/argument_specs.yml`` (sorted), limited to ``roles`` when given."""
-    import glob  # noqa: PLC0415
-
-    found = sorted(glob.glob(os.path.join(str(roles_dir), "*", "meta", "argument_specs.yml")))
-    if roles:
-        wanted = set(roles)
-        found = [f for f in found if os.path.basename(os.path.dirname(os.path.dirname(f))) in wanted]
-    return found
-
-
 class FilterModule:
     def filters(self):
         return {
             "sglang_flags_check": sglang_flags_check,
-            "sglang_flags_format": sglang_flags_format,
-            "sglang_flags_report": sglang_flags_report,
             "sglang_flags_host_rules": sglang_flags_host_rules,
             "sglang_flags_validate_rules": sglang_flags_validate_rules,
-            "sglang_flags_version_from_spec": sglang_flags_version_from_spec,
-            "sglang_flags_package_names": sglang_flags_package_names,
-            "sglang_flags_normalize_sm": sglang_flags_normalize_sm,
             "sglang_version_compare": sglang_version_compare,
-            "sglang_flags_env_dict": sglang_flags_env_dict,
-            "sglang_flags_collect": sglang_flags_collect,
-            "sglang_flags_spec_files": sglang_flags_spec_files,
-            "sglang_flags_spec_findings": sglang_flags_spec_findings,
-            "sglang_flags_lint_spec": sglang_flags_lint_spec,
         }
