@@ -117,6 +117,9 @@ def test_a_start_that_never_answers_is_hung():
     task_timeout = {"failed": True, "timedout": {"frame": "", "period": 600},
                     "msg": "The task action failed to execute in the expected time frame (600) and was terminated"}
     assert C.classify(wait=task_timeout)["outcome"] == "hung"
+    # registered with failed_when: false, the failure is still recognised
+    assert C.classify(wait=dict(HUNG_WAIT, failed=False, failed_when_result=False))["outcome"] == "hung"
+    assert C.classify(wait=dict(CRASH_WAIT, failed=False, failed_when_result=False))["outcome"] == "crashed"
 
 
 def test_garbage_output_is_wrong_and_quoted():

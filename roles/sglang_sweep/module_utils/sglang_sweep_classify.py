@@ -12,8 +12,8 @@ Inputs, each optional, judged in this order (the first that fails decides):
 * ``parser``: SGLang's own parser on the host: the verdict of roles/sglang_flags'
   host_validate (``sglang_flags_verdict``: ``ok``, ``phase``, ``errors``) or a command result
   (``rc``, ``stderr``); not ok / rc != 0 -> **rejected** with SGLang's message;
-* ``wait``: the registered result of sglang_server_wait (roles/sglang_server). It fails in two
-  ways: the unit exited or entered auto-restart ("exited while starting") -> **crashed**, with
+* ``wait``: the registered result of sglang_server_wait (roles/sglang_server; with
+  ``ignore_errors`` or ``failed_when: false``). It fails in two ways: the unit exited or entered auto-restart ("exited while starting") -> **crashed**, with
   the last journal lines and the tail of the last Python traceback; no answer within its timeout
   ("did not generate within", or a task timeout) -> **hung**;
 * ``probe``: the registered result of sglang_probe (roles/sglang_verify): ``result`` and
@@ -99,7 +99,10 @@ def _parser(parser):
 
 
 def _wait(wait):
-    if not wait or not (wait.get("failed") or wait.get("timedout")):
+    # registered with failed_when: false, a failure still has its journal and no elapsed time
+    failed = wait and (wait.get("failed") or wait.get("timedout") or wait.get("journal")
+                       or (wait.get("msg") and "elapsed" not in wait))
+    if not failed:
         return None
     msg = str(wait.get("msg") or "")
     journal = journal_summary(wait.get("journal") or wait.get("stdout_lines") or [])
