@@ -213,9 +213,9 @@ class Router:
         self._log.close()
 
 
-def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=(), timed=False):
-    """Run a playbook on the scenario's hosts; `timed` adds ansible.posix.profile_tasks (a
-    timestamp line per task, read by batches())."""
+def playbook_command(path: str, extra: dict, args=(), timed=False):
+    """(argv, env) of ansible-playbook running `path` on the scenario's inventory with `extra`
+    as extra vars; `timed` adds ansible.posix.profile_tasks (a timestamp line per task)."""
     env = dict(os.environ)
     if timed:
         env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
@@ -228,11 +228,17 @@ def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=(), timed=F
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(extra, fh)
     inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    return [str(BIN / "ansible-playbook"), "-i", inventory, str(ROOT / path), "-e", f"@{fh.name}", *args], env
+
+
+def playbook(path: str, extra: dict, expect_rc: int | None = 0, args=(), timed=False):
+    """Run a playbook on the scenario's hosts; `timed` adds ansible.posix.profile_tasks (a
+    timestamp line per task, read by batches())."""
+    argv, env = playbook_command(path, extra, args, timed)
     started = time.monotonic()
     try:
         proc = subprocess.run(
-            [str(BIN / "ansible-playbook"), "-i", inventory, str(ROOT / path), "-e", f"@{fh.name}", *args],
-            capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=PLAYBOOK_TIMEOUT_S,
+            argv, capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=PLAYBOOK_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as exc:  # a hang fails this test with its output, not CI
         partial = (exc.stdout or b"") + (exc.stderr or b"")

@@ -12,7 +12,7 @@ import yaml
 from ansible.module_utils import sglang_sweep_plan as plan
 from ansible.module_utils import sglang_sweep_rank as R
 from ansible.module_utils import sglang_sweep_render as render
-from ansible.module_utils.sglang_verify_baseline import robust_stats
+from ansible.module_utils.sglang_verify_stats import robust_stats
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PLOT = os.path.join(ROOT, "roles", "sglang_sweep", "files", "plot_sweep.py")

@@ -52,7 +52,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-record: {description: "The record written: key, label, changes, args (secrets redacted), env, status, attempts, started, finished, duration_s, outcome, stage, reason, details, figures.", returned: always, type: dict}
+record: {description: "The record written: key, label, changes, args (secrets redacted), env, status, attempts, started, finished, duration_s, start_s (the server's start, s), outcome, stage, reason, details, figures.", returned: always, type: dict}
 outcome: {description: "rejected, crashed, hung, wrong or working; null while running.", returned: always, type: str}
 reason: {description: One line on the outcome (output quoted)., returned: always, type: str}
 line: {description: Console line of the candidate., returned: always, type: str}
@@ -120,7 +120,9 @@ def main():
         record.update(verdict)
         record.update(attempts=int(previous.get("attempts") or 1), started=iso(started or now),
                       started_epoch=started or now, finished=iso(now),
-                      duration_s=round(now - started, 1) if started else None)
+                      duration_s=round(now - started, 1) if started else None,
+                      # the server's own start (restart to its first generation), when it started
+                      start_s=(p["wait"] or {}).get("elapsed"))
     if not module.check_mode:
         write_record(directory, key, record)
     budget = (read_sweep(directory) or {}).get("budget") or {}

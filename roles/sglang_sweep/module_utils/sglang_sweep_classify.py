@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Controller side only (the sglang_sweep_record module): the outcome of one sweep candidate,
 # from the plain results the play registered for it. The figures' statistics are
-# roles/sglang_verify's (robust_stats: median and MAD); the output checks are its garbage
-# detector and quoting.
+# module_utils/sglang_verify_stats.py (robust_stats: median and MAD); the output checks are the
+# garbage detector and quoting of module_utils/sglang_verify_output.py.
 """Classify one candidate: rejected, crashed, hung, wrong or working.
 
 Inputs, each optional, judged in this order (the first that fails decides):
@@ -29,7 +29,7 @@ __metaclass__ = type
 
 import re
 
-from ansible.module_utils.sglang_verify_baseline import MAD_TO_SIGMA, robust_stats
+from ansible.module_utils.sglang_verify_stats import MAD_TO_SIGMA, robust_stats
 from ansible.module_utils.sglang_verify_output import detect_garbage, quote
 
 OUTCOMES = ("working", "wrong", "hung", "crashed", "rejected")

@@ -17,10 +17,8 @@ import hashlib
 import json
 import os
 
-from ansible.module_utils.sglang_verify_stats import median
+from ansible.module_utils.sglang_verify_stats import robust_stats
 
-# 1.4826 x MAD estimates the standard deviation of normally distributed figures
-MAD_TO_SIGMA = 1.4826
 # the measured spread may widen a gate's tolerance to at most this multiple of the ratio's own,
 SPREAD_CAP = 2.0
 # and never beyond this share of the median (decode tok/s may not be let fall below half the
@@ -55,17 +53,6 @@ def baseline_key(flag_hash, generation, proto):
 
 def baseline_path(report_dir, host, key):
     return os.path.join(report_dir, host, "baseline-%s.json" % key)
-
-
-def robust_stats(values):
-    """Median, MAD-based sigma, min and max of the figures (None entries ignored)."""
-    vals = [float(v) for v in values if v is not None]
-    if not vals:
-        return None
-    med = median(vals)
-    mad = median([abs(v - med) for v in vals])
-    return {"n": len(vals), "median": round(med, 3), "sigma": round(MAD_TO_SIGMA * mad, 3),
-            "min": min(vals), "max": max(vals)}
 
 
 def accept(previous, record, window, identity):

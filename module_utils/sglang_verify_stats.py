@@ -11,6 +11,9 @@ import math
 
 __metaclass__ = type
 
+# 1.4826 x MAD estimates the standard deviation of normally distributed figures
+MAD_TO_SIGMA = 1.4826
+
 
 def percentile(values, q):
     """Percentile with linear interpolation between closest ranks (numpy's default)."""
@@ -29,6 +32,17 @@ def percentile(values, q):
 
 def median(values):
     return percentile(values, 50)
+
+
+def robust_stats(values):
+    """Median, MAD-based sigma, min and max of the figures (None entries ignored)."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return None
+    med = median(vals)
+    mad = median([abs(v - med) for v in vals])
+    return {"n": len(vals), "median": round(med, 3), "sigma": round(MAD_TO_SIGMA * mad, 3),
+            "min": min(vals), "max": max(vals)}
 
 
 def summarize_single_stream(runs):

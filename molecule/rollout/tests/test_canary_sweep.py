@@ -1,0 +1,102 @@
+"""playbooks/sweep.yml on one canary of the rollout scenario (runs before test_rollout.py, while
+every host serves the inventory's flags): one candidate per outcome (molecule/rollout/sweep.yml),
+the sweep killed mid-way and resumed, and the canary back on its own configuration, serving,
+with the other hosts untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
+from fleet import ROOT, ask, figure, ip_of, playbook, playbook_command, sh, unit_state, unit_text  # noqa: E402
+
+testinfra_hosts = ["molecule-rollout-1"]
+
+HOSTS = ["molecule-rollout-1", "molecule-rollout-2", "molecule-rollout-3"]
+CANARY = HOSTS[2]
+SWEEP_FILE = ROOT / "molecule" / "rollout" / "sweep.yml"
+RESULTS = ROOT / "reports" / "sweeps" / "molecule-canary" / CANARY
+
+
+def sweep(expect_rc=0):
+    return playbook("playbooks/sweep.yml", {}, expect_rc, args=("-l", CANARY, "-e", f"@{SWEEP_FILE}"))
+
+
+def finished_records():
+    out = {}
+    for path in RESULTS.glob("candidate-*.json"):
+        record = json.loads(path.read_text())
+        if record.get("status") == "finished":
+            out[record["label"]] = record
+    return out
+
+
+def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
+    shutil.rmtree(RESULTS, ignore_errors=True)
+    for h in HOSTS:  # config.json only: passes SGLang's parser, cannot load
+        sh(h, "mkdir -p /data/models/broken && cp /data/models/tiny-qwen2/config.json /data/models/broken/")
+    before = {h: unit_state(h) for h in HOSTS}
+    unit_before = unit_text(CANARY)
+    started = time.monotonic()
+
+    # the first run, killed (SIGKILL, as a lost controller would be) once two candidates finished
+    argv, env = playbook_command("playbooks/sweep.yml", {}, args=("-l", CANARY, "-e", f"@{SWEEP_FILE}"))
+    with open(ROOT / "reports" / "sweep-first-run.log", "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(argv, env=env, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        deadline = time.monotonic() + 900
+        while len(finished_records()) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    first = finished_records()
+    assert len(first) >= 2, (ROOT / "reports" / "sweep-first-run.log").read_text()[-4000:]
+
+    # the rerun runs only what had not finished
+    _, out, took = sweep()
+    records = finished_records()
+    for label, record in first.items():
+        assert records[label]["finished"] == record["finished"] and records[label]["attempts"] == record["attempts"], \
+            f"{label} ran again although it had finished before the interruption"
+    assert f"{len(first)} done earlier" in out, out[-3000:]
+    wall = time.monotonic() - started
+
+    outcome = {label: r["outcome"] for label, r in records.items()}
+    assert outcome["unknown schedule policy"] == "rejected", records["unknown schedule policy"]
+    assert "fastest" in records["unknown schedule policy"]["reason"]
+    assert outcome["model without weights"] == "crashed", records["model without weights"]
+    crash = records["model without weights"]["details"]
+    assert crash.get("journal") or crash.get("tail"), crash
+    assert outcome["RMSNorm epsilon 1000"] == "wrong", records["RMSNorm epsilon 1000"]
+    assert "answered" in records["RMSNorm epsilon 1000"]["reason"]
+    working = {label: r for label, r in records.items() if r["outcome"] == "working"}
+    assert set(working) == {"baseline", "max-running-requests 4"}, outcome
+    medians = [r["figures"]["decode_tps"]["median"] for r in working.values()]
+    assert all(m > 0 for m in medians) and medians[0] != medians[1], medians
+    summary = json.loads((RESULTS / "sweep-summary.json").read_text())
+    assert summary and (RESULTS / "sweep.md").is_file() and (RESULTS / "winner.yml").is_file()
+    assert (RESULTS / "sweep.png").stat().st_size > 1000
+    assert "baseline" in (RESULTS / "sweep.md").read_text()
+
+    # the canary is back on its own configuration and serves; the other hosts were not touched
+    assert unit_text(CANARY) == unit_before
+    assert ask(ip_of(CANARY)) == "OK"
+    info = json.loads(sh(CANARY, "curl -s http://127.0.0.1:30000/server_info"))
+    assert info.get("max_running_requests") != 4 and info.get("schedule_policy") != "fastest"
+    assert info["model_path"] == "/data/models/tiny-qwen2"
+    for h in HOSTS[:2]:
+        assert unit_state(h)[0] == before[h][0], f"{h} was restarted by a sweep of {CANARY}"
+
+    started_runs = [r for r in records.values() if r.get("stage") != "rules" and r["outcome"] != "rejected"]
+    overhead = sorted(r["duration_s"] - (r.get("start_s") or 0) for r in started_runs)
+    figure(f"sweep of {len(records)} candidates on the canary (killed after {len(first)}, resumed): "
+           f"wall {wall:.0f} s (resumed run {took:.0f} s); per started candidate "
+           f"{', '.join(f'{r['label']} {r['duration_s']:.0f} s' for r in started_runs)}; "
+           f"beyond the server's own start (judging, measuring, recording), median {overhead[len(overhead) // 2]:.0f} s")
