@@ -1,5 +1,5 @@
 """playbooks/sweep.yml on one canary of the rollout scenario (runs before test_rollout.py, while
-every host serves the inventory's flags): one candidate per outcome (molecule/rollout/sweep.yml),
+every host serves the inventory's flags): one candidate per outcome (molecule/rollout/vars/sweep.yml),
 the sweep killed mid-way and resumed, and the canary back on its own configuration, serving,
 with the other hosts untouched."""
 
@@ -21,7 +21,7 @@ testinfra_hosts = ["molecule-rollout-1"]
 
 HOSTS = ["molecule-rollout-1", "molecule-rollout-2", "molecule-rollout-3"]
 CANARY = HOSTS[2]
-SWEEP_FILE = ROOT / "molecule" / "rollout" / "sweep.yml"
+SWEEP_FILE = ROOT / "molecule" / "rollout" / "vars" / "sweep.yml"
 RESULTS = ROOT / "reports" / "sweeps" / "molecule-canary" / CANARY
 
 
