@@ -1,0 +1,116 @@
+"""roles/model_files puts one revision of the tiny model on the scenario's host with the real
+huggingface_hub client (the host's ML environment) against tests/hub/hub_endpoint.py on the
+controller: a local endpoint that serves the model in the Hugging Face Hub's HTTP layout, so the
+real client runs offline. The role, its module and the client are the things under test; the
+endpoint only serves files. A model root of its own (/data/models-fetched): the served model is
+not touched."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "hub"))
+import hub_layout  # noqa: E402
+from fleet import figure, playbook, sh  # noqa: E402
+from hub_endpoint import HubEndpoint  # noqa: E402
+
+testinfra_hosts = ["molecule-sglang-1"]
+HOST = "molecule-sglang-1"
+ROOT = "/data/models-fetched"
+NAME = "tiny-qwen2"
+WEIGHTS = "model.safetensors"
+
+
+def controller_address():
+    """The controller as the host sees it: the gateway of the host's default route."""
+    route = sh(HOST, "ip -4 route show default").split()
+    return route[route.index("via") + 1]
+
+
+@pytest.fixture(name="hub", scope="module")
+def fixture_hub(tmp_path_factory):
+    endpoint = HubEndpoint(str(tmp_path_factory.mktemp("hub")), host="0.0.0.0").start()
+    endpoint.sha = hub_layout.lay_out(hub_layout.TINY_QWEN2, endpoint.root)
+    endpoint.host_url = f"http://{controller_address()}:{endpoint.server.server_address[1]}"
+    yield endpoint
+    endpoint.stop()
+
+
+def fetch(hub, expect_rc=0, root=ROOT, **extra):
+    variables = {"model_files_source": "hub", "model_files_src": "", "model_files_repo_id": hub_layout.TINY_QWEN2_REPO,
+                 "model_files_revision": hub.sha, "model_files_endpoint": hub.host_url, "model_files_root": root,
+                 "model_files_dest": f"{root}/{NAME}/{hub.sha}"}
+    variables.update(extra)
+    rc, out, took = playbook("molecule/default/model_fetch.yml", variables, expect_rc)
+    recap = [line for line in out.splitlines() if line.startswith(HOST) and "changed=" in line]
+    changed = int(recap[-1].split("changed=")[1].split()[0]) if recap else None
+    return changed, out, took
+
+
+def gets(hub, name=None):
+    return [e for e in hub.requests("GET", name) if "/resolve/" in e["path"]]
+
+
+def sha256_local(name):
+    return hashlib.sha256((Path(hub_layout.TINY_QWEN2) / name).read_bytes()).hexdigest()
+
+
+def sha256_host(path):
+    return sh(HOST, f"sha256sum {path}").split()[0]
+
+
+def test_a_fresh_host_fetches_by_revision_then_a_rerun_asks_nothing(hub):
+    changed, out, took = fetch(hub)
+    revision_dir = f"{ROOT}/{NAME}/{hub.sha}"
+    assert changed == 1, out[-3000:]
+    for name in ("config.json", WEIGHTS):
+        assert sha256_host(f"{revision_dir}/{name}") == sha256_local(name)
+    assert sh(HOST, f"test -f {revision_dir}/.sglang-deploy-model.json && echo stamped") == "stamped"
+    assert sh(HOST, f"ls -a {ROOT}/{NAME}").split() == [".", "..", hub.sha], "a partial directory was left"
+    assert len(gets(hub, WEIGHTS)) == 1
+    asked = len(hub.log)
+    changed, out, again = fetch(hub)
+    assert changed == 0, out[-3000:]
+    assert len(hub.log) == asked, hub.log[asked:]
+    figure(f"model_files from the Hub endpoint: fresh fetch {took:.1f} s, rerun (stamp checked, nothing read "
+           f"or asked) {again:.1f} s (ansible-playbook of the role alone, connection included)")
+
+
+def test_b_a_corrupted_file_is_named_and_repaired_with_verify_full(hub):
+    revision_dir = f"{ROOT}/{NAME}/{hub.sha}"
+    sh(HOST, f"printf 'XXXX' | dd of={revision_dir}/{WEIGHTS} bs=1 seek=4096 conv=notrunc status=none")
+    assert sha256_host(f"{revision_dir}/{WEIGHTS}") != sha256_local(WEIGHTS)
+    before = len(gets(hub))
+    changed, out, _ = fetch(hub, model_files_verify="full")
+    assert changed == 1 and f"repaired {WEIGHTS}" in out, out[-3000:]
+    assert sha256_host(f"{revision_dir}/{WEIGHTS}") == sha256_local(WEIGHTS)
+    new = gets(hub)[before:]
+    assert [e["path"].rsplit("/", 1)[-1] for e in new] == [WEIGHTS], new
+
+
+def test_c_a_second_root_fills_from_the_first_without_asking_the_endpoint(hub):
+    """The fleet-local pattern on one host: a revision directory on shared storage (here the first
+    root) is copied and verified against its stamp; the Hub endpoint is not asked."""
+    asked = len(hub.log)
+    peer = "/data/models-peer"
+    changed, out, _ = fetch(hub, model_files_source="path", model_files_src_path=f"{ROOT}/{NAME}/{hub.sha}",
+                            root=peer)
+    assert changed == 1, out[-3000:]
+    assert sha256_host(f"{peer}/{NAME}/{hub.sha}/{WEIGHTS}") == sha256_local(WEIGHTS)
+    assert len(hub.log) == asked, hub.log[asked:]
+
+
+def test_d_refusals_name_the_figures_and_the_variable(hub):
+    changed, out, _ = fetch(hub, expect_rc=2, root="/data/models-too-small", model_files_min_free_bytes=10 ** 15)
+    assert "not enough space" in out and f"min_free_bytes {10 ** 15}" in out, out[-3000:]
+    assert re.search(r"need \d+ bytes", out) and re.search(r"free \d+ bytes", out), out[-3000:]
+    assert sh(HOST, "ls /data/models-too-small 2>/dev/null | wc -l") in ("0", "1")
+    changed, out, _ = fetch(hub, expect_rc=2, model_files_revision="main",
+                            model_files_dest=f"{ROOT}/{NAME}/main")
+    assert "model_files_revision 'main' is not a 40-hex commit sha" in out, out[-3000:]
