@@ -12,6 +12,7 @@ import pytest
 import sglang_flags_env
 import sglang_flags_report
 import sglang_flags_requirements
+import sglang_flags_rules as F
 import sglang_flags_sm
 import sglang_flags_specs
 import sglang_flags_version
@@ -20,10 +21,6 @@ from ansible.errors import AnsibleFilterError
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_flags")
-spec = importlib.util.spec_from_file_location(
-    "_test_sglang_flags_rules", os.path.join(ROLE, "filter_plugins", "sglang_flags_rules.py"))
-F = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(F)
 
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     RULES = yaml.safe_load(fh)["sglang_flags_rules"]

@@ -5,20 +5,14 @@ generations every kept release protects, no secret flag on disk, atomic writes, 
 
 import base64
 import hashlib
-import importlib.util
 import json
 import os
 import stat
 
 import pytest
+import sglang_release as module  # roles/sglang_release/library/sglang_release.py (tests/conftest.py)
 from ansible.module_utils import sglang_release_state as state
 from ansible.module_utils.sglang_flags_model import SECRET_FLAGS
-
-# loaded by path: `import sglang_release` is the role's filter plugin (tests/conftest.py)
-LIBRARY = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "roles", "sglang_release", "library")
-module = importlib.util.module_from_spec(
-    importlib.util.spec_from_file_location("sglang_release_module", os.path.join(LIBRARY, "sglang_release.py")))
-module.__spec__.loader.exec_module(module)
 
 KEY = "sk-release-0123456789abcdef"
 

@@ -17,9 +17,10 @@ import sys
 
 import pytest
 
-import sglang_release
 import sglang_router_worker
 import sglang_server_wait
+from ansible.module_utils.sglang_flags_model import SECRET_FLAGS
+from ansible.module_utils.sglang_release_state import public_args
 from ansible.module_utils.sglang_secrets import redact_lines, redact_text
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -136,8 +137,13 @@ def test_sitecustomize_without_a_readable_file_changes_nothing(tmp_path):
 # --- the release record, the router, the readiness wait --------------------------------------------
 
 def test_the_release_record_keeps_no_secret_flag():
+    """module_utils/sglang_release_state.py public_args, what roles/sglang_release records: no
+    secret flag, in any spelling."""
     flags = {"model-path": "/m", "api-key": KEY, "admin_api_key": ADMIN, "port": 30000}
-    assert sglang_release.sglang_release_public_args(flags) == {"model-path": "/m", "port": 30000}
+    assert public_args(flags) == {"model-path": "/m", "port": 30000}
+    spelled = {spelling: KEY for flag in SECRET_FLAGS for spelling in (flag, flag.replace("-", "_"), "--" + flag)}
+    assert public_args(dict(spelled, tp=2)) == {"tp": 2}
+    assert public_args(None) == {}
 
 
 def test_the_router_is_given_the_workers_key(monkeypatch):

@@ -11,27 +11,19 @@ omits the variable.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
+import runpy
 
 from ansible.errors import AnsibleFilterError
 
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-
-def _load_model():
-    """Ansible ships module_utils/ to the hosts (ansible.cfg ``module_utils``), but on the
-    controller ``ansible.module_utils`` is the installed package: load the file by path."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir,
-                        "module_utils", "sglang_flags_model.py")
-    spec = importlib.util.spec_from_file_location("_sglang_flags_model", os.path.normpath(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MODEL = _load_model()
+# Ansible ships module_utils/ to the hosts (ansible.cfg ``module_utils``), but on the controller
+# ``ansible.module_utils`` is the installed package: the model is loaded by path
+# (module_utils/sglang_by_path.py says how).
+_load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
+MODEL = _load(__file__, "../../../module_utils/sglang_flags_model.py")
 
 
 def _filter(func):

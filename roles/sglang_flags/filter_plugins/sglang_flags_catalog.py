@@ -17,22 +17,16 @@ The other versions' catalogs give each name the host's version lacks a history: 
 from __future__ import annotations
 
 import glob
-import importlib.util
 import json
 import os
 import re
+import runpy
 
 
-def _sibling(name):
-    """Filter plugins are loaded by path, not as a package: load a sibling the same way."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
-    spec = importlib.util.spec_from_file_location("_sglang_flags_catalog_" + name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_versions = _sibling("sglang_flags_version")
+# Filter plugins are loaded by path, not as a package: siblings are loaded the same way
+# (module_utils/sglang_by_path.py).
+_load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
+_versions = _load(__file__, "sglang_flags_version.py")
 CATALOG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "files", "catalogs")
 CATALOG_SOURCE = "roles/sglang_flags/files/catalogs/sglang-{version}.json (scripts/flag-catalog.py)"
 HISTORY_SOURCE = "roles/sglang_flags/files/catalogs/ (sglang {versions}); docs/sglang-versions.md"

@@ -18,22 +18,16 @@ applies (as files/sglang_preflight.py does for the ``host`` rules):
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
+import runpy
 
 
-def _sibling(name):
-    """Filter plugins are loaded by path, not as a package: load a sibling the same way."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
-    spec = importlib.util.spec_from_file_location("_sglang_flags_deploy_" + name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_versions = _sibling("sglang_flags_version")
-_renderer = _sibling("sglang_flags")
+# Filter plugins are loaded by path, not as a package: siblings are loaded the same way
+# (module_utils/sglang_by_path.py).
+_load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
+_versions = _load(__file__, "sglang_flags_version.py")
+_renderer = _load(__file__, "sglang_flags.py")
 
 DEPLOY_INPUTS = ("ml_env_packages", "ml_env_packages_nodeps", "ml_env_index_url",
                  "ml_env_extra_index_urls", "ml_env_find_links", "ml_env_min_versions",

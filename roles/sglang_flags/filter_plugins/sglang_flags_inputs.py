@@ -20,23 +20,17 @@ lint report, instead of a unit that systemd reads differently than the inventory
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
+import runpy
 import unicodedata
 
 
-def _sibling(name):
-    """Filter plugins are loaded by path, not as a package: load a sibling the same way."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
-    spec = importlib.util.spec_from_file_location("_sglang_flags_inputs_" + name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_catalog = _sibling("sglang_flags_catalog")
-_renderer = _sibling("sglang_flags")
+# Filter plugins are loaded by path, not as a package: siblings are loaded the same way
+# (module_utils/sglang_by_path.py).
+_load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
+_catalog = _load(__file__, "sglang_flags_catalog.py")
+_renderer = _load(__file__, "sglang_flags.py")
 
 UNIT_TEMPLATE = "roles/sglang_server/templates/sglang.service.j2"
 CHECKS = "roles/sglang_flags/filter_plugins/sglang_flags_inputs.py"

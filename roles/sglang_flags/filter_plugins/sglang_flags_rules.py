@@ -32,30 +32,24 @@ unknown, and every other condition holds, the result is a warning with status
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import os
+import runpy
 
 from ansible.errors import AnsibleFilterError
 
 
-def _load_sibling(name):
-    """A sibling module (beside this file). Ansible loads filter plugins by path, not as a
-    package, so load it the same way: the renderer (sglang_flags.py) owns the flag model
-    (``model_path`` -> ``model-path``, ``false``/``null`` dropped); sglang_flags_version.py
-    orders versions (packaging.version); sglang_flags_requirements.py reads package names,
-    sglang_flags_sm.py compute capabilities, sglang_flags_gpus.py the GPUs a flag set needs."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
-    spec = importlib.util.spec_from_file_location("_sglang_flags_rules_" + name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_renderer = _load_sibling("sglang_flags")
-_versions = _load_sibling("sglang_flags_version")
-_requirements = _load_sibling("sglang_flags_requirements")
-_sm = _load_sibling("sglang_flags_sm")
-_gpus = _load_sibling("sglang_flags_gpus")
+# Sibling modules (beside this file). Ansible loads filter plugins by path, not as a package, so
+# they are loaded the same way (module_utils/sglang_by_path.py): the renderer (sglang_flags.py)
+# owns the flag model (``model_path`` -> ``model-path``, ``false``/``null`` dropped);
+# sglang_flags_version.py orders versions (packaging.version); sglang_flags_requirements.py reads
+# package names, sglang_flags_sm.py compute capabilities, sglang_flags_gpus.py the GPUs a flag
+# set needs.
+_load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
+_renderer = _load(__file__, "sglang_flags.py")
+_versions = _load(__file__, "sglang_flags_version.py")
+_requirements = _load(__file__, "sglang_flags_requirements.py")
+_sm = _load(__file__, "sglang_flags_sm.py")
+_gpus = _load(__file__, "sglang_flags_gpus.py")
 version_key = _versions.version_key
 sglang_version_compare = _versions.sglang_version_compare
 version_in_range = _versions.version_in_range
@@ -63,7 +57,7 @@ version_in_range = _versions.version_in_range
 # does, so the spec readers and the report line are reachable from here too
 sglang_flags_version_from_spec = _requirements.sglang_flags_version_from_spec
 sglang_flags_package_names = _requirements.sglang_flags_package_names
-sglang_flags_format = _load_sibling("sglang_flags_report").sglang_flags_format
+sglang_flags_format = _load(__file__, "sglang_flags_report.py").sglang_flags_format
 
 # --------------------------------------------------------------------------------------------
 # the flag set, as the rules see it

@@ -14,8 +14,8 @@ Pure functions (unit tests: tests/unit/test_sglang_monitoring_hosts.py).
 
 from __future__ import absolute_import, division, print_function
 
-import importlib.util
 import os
+import runpy
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -27,19 +27,11 @@ except ImportError:  # pragma: no cover - only outside Ansible
     AnsibleFilterError = ValueError
 
 
-
-def _load_model():
-    """On the controller ``ansible.module_utils`` is the installed package, so the repository's
-    module_utils/sglang_flags_model.py is loaded by path (as roles/sglang_flags does)."""
-    path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
-                                         os.pardir, "module_utils", "sglang_flags_model.py"))
-    spec = importlib.util.spec_from_file_location("_sglang_flags_model", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MODEL = _load_model()
+# On the controller ``ansible.module_utils`` is the installed package, so the repository's
+# module_utils/sglang_flags_model.py is loaded by path (module_utils/sglang_by_path.py), as
+# roles/sglang_flags does.
+_load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
+MODEL = _load(__file__, "../../../module_utils/sglang_flags_model.py")
 SECRET_FLAGS = MODEL.SECRET_FLAGS
 
 # SGLang 0.5.23 sets max_running_requests to 48 when the flag is not given, for these

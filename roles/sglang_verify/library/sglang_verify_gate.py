@@ -67,7 +67,7 @@ from ansible.module_utils.sglang_verify_baseline import (
 )
 from ansible.module_utils.sglang_flags_model import flag_hash, redact_flags
 from ansible.module_utils.sglang_verify_gates import evaluate_gates
-from ansible.module_utils.sglang_verify_render import console_lines
+from ansible.module_utils.sglang_verify_render import RUN_ARGS, console_lines
 from ansible.module_utils.sglang_verify_store import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
@@ -76,9 +76,8 @@ RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            RUN_ARGS,
             host=dict(type="str", required=True),
-            run_id=dict(type="str", required=True),
-            report_dir=dict(type="path", required=True),
             mode=dict(type="str", default="full", choices=["gate", "full"]),
             result=dict(type="dict", required=True),
             failures=dict(type="list", elements="str", default=[]),

@@ -39,15 +39,14 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.sglang_verify_render import history_record, prometheus_links, render_summary_md
+from ansible.module_utils.sglang_verify_render import RUN_ARGS, history_record, prometheus_links, render_summary_md
 from ansible.module_utils.sglang_verify_store import read_json, write_json, write_text
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            run_id=dict(type="str", required=True),
-            report_dir=dict(type="path", required=True),
+            RUN_ARGS,
             prometheus_url=dict(type="str", default=""),
         ),
         supports_check_mode=True,

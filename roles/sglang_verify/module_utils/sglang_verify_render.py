@@ -25,6 +25,12 @@ PROMETHEUS_QUERIES = (
     ("running / queued", "sum by (host) (sglang:num_running_reqs) or sum by (host) (sglang:num_queue_reqs)"),
 )
 _ISO = "%Y-%m-%dT%H:%M:%SZ"
+# the options of both modules of a run's report: sglang_verify_gate writes
+# <report_dir>/<run_id>/hosts/<host>.json, sglang_verify_report reads them
+RUN_ARGS = dict(
+    run_id=dict(type="str", required=True),
+    report_dir=dict(type="path", required=True),
+)
 
 
 def _fmt(v, nd=1):
