@@ -96,7 +96,7 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
 
     started_runs = [r for r in records.values() if r.get("stage") != "rules" and r["outcome"] != "rejected"]
     overhead = sorted(r["duration_s"] - (r.get("start_s") or 0) for r in started_runs)
+    per_candidate = ", ".join(f"{r['label']} {r['duration_s']:.0f} s" for r in started_runs)
     figure(f"sweep of {len(records)} candidates on the canary (killed after {len(first)}, resumed): "
-           f"wall {wall:.0f} s (resumed run {took:.0f} s); per started candidate "
-           f"{', '.join(f'{r['label']} {r['duration_s']:.0f} s' for r in started_runs)}; "
+           f"wall {wall:.0f} s (resumed run {took:.0f} s); per started candidate {per_candidate}; "
            f"beyond the server's own start (judging, measuring, recording), median {overhead[len(overhead) // 2]:.0f} s")
