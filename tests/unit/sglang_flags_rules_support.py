@@ -1,0 +1,60 @@
+"""Shared by the tests of roles/sglang_flags' rules: the rules table (vars/main.yml), the
+evaluator's call on a Blackwell host (check) and the production profile's hand-tuned launch."""
+
+import os
+
+import sglang_flags_rules as F
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROLE = os.path.join(ROOT, "roles", "sglang_flags")
+
+with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
+    RULES = yaml.safe_load(fh)["sglang_flags_rules"]
+HOST_RULE_IDS = {r["id"] for r in RULES if r.get("scope") == "host"}
+
+BLACKWELL = dict(sm="12.0", version="0.5.23", gpu_count=8, packages=["sglang", "torch"])
+
+# The production profile's hand-tuned launch (docs/blackwell-profile.md, The hand-tuning
+# session), as inventory data: the NEXTN iteration that added --mamba-scheduler-strategy
+# extra_buffer after the first crash.
+TUNED_ARGS = {
+    "model-path": "/data/models/Qwen3.5-397B-A17B-NVFP4",
+    "served-model-name": "qwen3.5-397b",
+    "tp": 8,
+    "trust-remote-code": True,
+    "quantization": "modelopt_fp4",
+    "host": "0.0.0.0",
+    "attention-backend": "triton",
+    "moe-runner-backend": "flashinfer_cutlass",
+    "fp4-gemm-backend": "flashinfer_cudnn",
+    "reasoning-parser": "qwen3",
+    "tool-call-parser": "qwen3_coder",
+    "speculative-algorithm": "NEXTN",
+    "speculative-num-draft-tokens": 2,
+    "speculative-eagle-topk": 1,
+    "mamba-scheduler-strategy": "extra_buffer",
+}
+TUNED_ENV = {
+    "CUDA_HOME": "/usr/local/cuda-13.0",
+    "PATH": "/usr/local/cuda-13.0/bin:/root/ml-env/bin:$PATH",
+    "LD_LIBRARY_PATH": "/usr/local/cuda-13.0/lib64",
+    "OMP_NUM_THREADS": 16,
+    "SGLANG_ENABLE_SPEC_V2": 1,
+}
+
+MINIMAL = {"model-path": "/data/m"}
+
+
+def check(args, env=None, **kw):
+    opts = dict(BLACKWELL)
+    opts.update(kw)
+    return F.sglang_flags_check(args, RULES, env=env or {}, **opts)
+
+
+def by_rule(findings):
+    return {f["rule"]: f for f in findings}
+
+
+def errors(findings):
+    return {f["rule"] for f in findings if f["severity"] == "error"}

@@ -1,0 +1,159 @@
+"""The filters beside the rules evaluator in roles/sglang_flags/filter_plugins/ that the evaluation
+and the lint use: sglang_flags_report.py (report lines), sglang_flags_specs.py (argument specs),
+sglang_flags_env.py (task environment), sglang_flags_version.py, sglang_flags_sm.py and
+sglang_flags_requirements.py (versions, SM, package spec), and the folder's filter names."""
+
+import importlib.util
+import os
+
+import pytest
+import sglang_flags_env
+import sglang_flags_report
+import sglang_flags_requirements
+import sglang_flags_rules as F
+import sglang_flags_sm
+import sglang_flags_specs
+import sglang_flags_version
+import yaml
+from sglang_flags_rules_support import MINIMAL, ROLE, ROOT, check
+
+
+# ---------------------------------------------------------------------------------------------
+# report lines, argument specs, task environment
+# ---------------------------------------------------------------------------------------------
+def test_format_and_report_name_host_flag_rule_fix():
+    found = check(dict(MINIMAL, **{"moe-runner-backend": "flashinfer_trtllm"}), {"SGLANG_ENABLE_SPEC_V2": 1})
+    lines = sglang_flags_report.sglang_flags_format(found, "gpu-node-01")
+    assert any(ln.startswith("gpu-node-01: --moe-runner-backend [sm120-moe-flashinfer-trtllm]")
+               and "Fix: use --moe-runner-backend flashinfer_cutlass" in ln for ln in lines)
+    assert any("SGLANG_ENABLE_SPEC_V2 [removed-env-spec-v2]" in ln for ln in lines)
+    report = sglang_flags_report.sglang_flags_report({"b-host": found, "a-host": []})
+    assert len(report["errors"]) == 1 and report["errors"][0].startswith("b-host: ")
+    assert len(report["warnings"]) == 1
+
+
+def test_collect_marks_hosts_without_findings():
+    hostvars = {"a": {"_x": []}, "b": {}}
+    out = sglang_flags_report.sglang_flags_collect(hostvars, ["a", "b"], "_x")
+    assert out["a"] == [] and out["b"][0]["rule"] == "not-evaluated"
+
+
+def test_spec_findings_from_validate_argument_spec_results():
+    results = [
+        {"item": "/r/roles/ml_env/meta/argument_specs.yml", "failed": False,
+         "msg": "The arg spec validation passed"},
+        {"item": "/r/roles/gpu_host/meta/argument_specs.yml", "failed": False,
+         "argument_errors": ["argument 'gpu_host_expected_gpu_count' is of type str and we were unable to convert to int"],
+         "msg": "Validation of arguments failed"},
+    ]
+    found = sglang_flags_specs.sglang_flags_spec_findings(results)
+    assert [(f["rule"], f["flag"], f["severity"]) for f in found] == [
+        ("argument-spec", "role gpu_host", "error")]
+
+
+def test_lint_spec_drops_required_and_default():
+    spec = {"a": {"type": "str", "required": True, "default": "computed", "choices": ["x"]}}
+    assert sglang_flags_specs.sglang_flags_lint_spec(spec) == {"a": {"type": "str", "choices": ["x"]}}
+
+
+def test_env_dict_for_the_task_environment():
+    assert sglang_flags_env.sglang_flags_env_dict({"A": 1, "B": None, "C": True, "D": False}) == {
+        "A": "1", "C": "1", "D": "0"}
+
+
+# ---------------------------------------------------------------------------------------------
+# versions, SM, package spec
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("lower,higher", [
+    ("0.5.9", "0.5.10"),
+    ("0.5.23", "0.5.24.dev0+g1234"),
+    ("0.5.24.dev0+g1234", "0.5.24a1"),
+    ("0.5.24a1", "0.5.24b2"),
+    ("0.5.24rc1", "0.5.24"),
+    ("0.5.24", "0.5.24.post1"),
+    ("0.5.6", "0.5.6.post2"),
+    ("0.5.6.post2", "0.5.7"),
+    ("0.5.6.post2.dev1", "0.5.6.post2"),
+    ("0.5.20", "0.5.20.1"),
+    ("0.5", "0.5.0.1"),
+    ("1!0.1", "2!0.0"),
+])
+def test_version_order(lower, higher):
+    assert F.sglang_version_compare(lower, higher) == -1
+    assert F.sglang_version_compare(higher, lower) == 1
+
+
+@pytest.mark.parametrize("a,b", [("0.5", "0.5.0"), ("0.5.23", "0.5.23+local"), ("v0.5.23", "0.5.23"),
+                                 ("0.5.14-rc1", "0.5.14rc1"), ("0.5.6-1", "0.5.6.post1")])
+def test_version_equal(a, b):
+    assert F.sglang_version_compare(a, b) == 0
+
+
+@pytest.mark.parametrize("bad", ["", "latest", "0.5.x", "main"])
+def test_version_rejects_garbage(bad):
+    with pytest.raises(ValueError):
+        sglang_flags_version.version_key(bad)
+
+
+def test_version_in_range_bounds():
+    assert sglang_flags_version.version_in_range("0.5.20", "0.5.20", None)
+    assert not sglang_flags_version.version_in_range("0.5.20", None, "0.5.20")
+    assert sglang_flags_version.version_in_range("0.5.19.post3", None, "0.5.20")
+    assert not sglang_flags_version.version_in_range("0.5.20.dev0", "0.5.20", None)
+
+
+@pytest.mark.parametrize("spec,want", [
+    (["torch==2.14.1", "sglang==0.5.23"], "0.5.23"),
+    (["sglang[all]==0.5.6.post2"], "0.5.6.post2"),
+    (["sglang===0.5.24.dev0+g1a2b"], "0.5.24.dev0+g1a2b"),
+    (["sglang-router==0.3.2", "sglang-kernel==0.4.10"], ""),
+    (["sglang>=0.5.20"], ""),
+    (["-e python"], ""),
+    (["/srv/wheelhouse/sglang-0.5.23-py3-none-any.whl"], "0.5.23"),
+    (["sglang @ https://example.invalid/sglang-0.5.24.dev3-py3-none-any.whl"], "0.5.24.dev3"),
+    ([], ""),
+    (None, ""),
+    ("sglang==0.5.23", "0.5.23"),
+])
+def test_version_from_spec(spec, want):
+    assert sglang_flags_requirements.sglang_flags_version_from_spec(spec) == want
+
+
+def test_version_from_the_local_inventory_spec():
+    with open(os.path.join(ROOT, "inventories", "local", "group_vars", "all", "ml_env.yml"), encoding="utf-8") as fh:
+        ml_env = yaml.safe_load(fh)
+    reqs = ml_env.get("ml_env_packages", []) + ml_env.get("ml_env_packages_nodeps", [])
+    assert sglang_flags_requirements.sglang_flags_version_from_spec(reqs) == "0.5.23"
+
+
+def test_package_names():
+    assert sglang_flags_requirements.sglang_flags_package_names(
+        ["MSCCLPP==0.7", "flashinfer_python>=0.6", "-e python", "# c", "/w/sgl_kernel-0.4.10-cp311-abi3.whl"]
+    ) == ["flashinfer-python", "mscclpp", "sgl-kernel"]
+
+
+@pytest.mark.parametrize("value,want", [
+    ("12.0", "12.0"), (12.0, "12.0"), (12, "12.0"), ("sm_120", "12.0"), ("SM120", "12.0"),
+    ("120", "12.0"), ("9.0", "9.0"), ("90", "9.0"), ("sm_90", "9.0"), ("12.1", "12.1"),
+    ("sm_75", "7.5"), ("", ""), (None, ""),
+])
+def test_normalize_sm(value, want):
+    assert sglang_flags_sm.sglang_flags_normalize_sm(value) == want
+
+
+def test_every_filter_of_the_folder_is_published_once():
+    """Ansible loads every file of filter_plugins/ and merges their filters: a name published by
+    two files would leave one of them unused."""
+    folder = os.path.join(ROLE, "filter_plugins")
+    owners = {}
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        spec = importlib.util.spec_from_file_location(f"_test_filters_{name[:-3]}", os.path.join(folder, name))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for filter_name in module.FilterModule().filters():
+            assert filter_name not in owners, f"{filter_name}: {owners.get(filter_name)} and {name}"
+            owners[filter_name] = name
+    assert owners["sglang_flags_check"] == "sglang_flags_rules.py"
+    assert owners["sglang_flags_report"] == "sglang_flags_report.py"
