@@ -14,7 +14,8 @@ short_description: Read an NVIDIA GPU host's driver, GPUs, topology and IOMMU/AC
 description:
   - Runs C(nvidia-smi --query-gpu), C(nvidia-smi), C(nvidia-smi topo -m) and, where present,
     C(lspci -vvv); reads /proc/driver/nvidia/version, /proc/cmdline and the IOMMU groups in /sys.
-  - Read-only; never reports a change; runs the same in check mode.
+  - Read-only apart from the local fact file (I(local_fact_dir)), written in the same call when
+    its content differs; check mode gathers the same and writes nothing.
   - Parsing lives in module_utils/ (gpu_host_nvidia.py, gpu_host_interconnect.py, wired up by
     gpu_host_gather.py): pure functions with unit tests.
 options:
@@ -30,6 +31,11 @@ options:
     description: Skip every GPU probe and report gpu_count 0 (CPU-only test hosts).
     type: bool
     default: false
+  local_fact_dir:
+    description:
+      - Also write the facts to I(local_fact_dir)/gpu_host.fact (C(ansible_local.gpu_host) on the
+        next gathering). Empty: no file.
+    type: path
 author:
   - sglang_deploy contributors
 """
@@ -52,6 +58,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_host_gather import gather
 from ansible.module_utils.gpu_host_nvidia import ParseError
+from ansible.module_utils.local_fact import write_local_fact
 
 
 def _read(path):
@@ -82,6 +89,7 @@ def main():
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             version_file=dict(type="path", default="/proc/driver/nvidia/version"),
             cpu_test_host=dict(type="bool", default=False),
+            local_fact_dir=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -104,7 +112,11 @@ def main():
         module.fail_json(msg="gpu_host_facts: could not parse nvidia-smi output: %s. The "
                              "output format may have changed; please report it with the "
                              "command's output." % exc)
-    module.exit_json(changed=False, gpu_host_facts=facts)
+    changed = False
+    if module.params["local_fact_dir"]:
+        changed = write_local_fact(module.params["local_fact_dir"], "gpu_host", facts,
+                                   check_mode=module.check_mode)
+    module.exit_json(changed=changed, gpu_host_facts=facts)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,13 @@ options:
   api_key:
     description: Bearer token sent with the readiness request (SGLang's C(--api-key)).
     type: str
+  start:
+    description:
+      - Start the unit first when it is not active (reports a change); a running unit is left
+        alone. In check mode a unit that is not active is reported as a change, and nothing is
+        started or waited for.
+    type: bool
+    default: false
 author: sglang-deploy
 """
 
@@ -54,9 +61,20 @@ EXAMPLES = r"""
 
 RETURN = r"""
 elapsed:
-  description: Seconds until the server answered.
+  description: Seconds this call waited until the server answered.
   type: float
   returned: success
+start_seconds:
+  description:
+    - Seconds from the start of the unit's main process (systemd's ExecMainStartTimestamp) to the
+      first answer of the readiness URL: the server's start time when this call saw it start
+      (after a restart, or started here); for a server that was serving already, its age.
+  type: float
+  returned: success
+started:
+  description: Whether this call started the unit (I(start)).
+  type: bool
+  returned: always
 main_pid:
   description: Main PID of the unit when it became ready.
   type: int
@@ -77,7 +95,8 @@ from ansible.module_utils.sglang_secrets import redact_lines
 def unit_state(module, unit):
     rc, out, err = module.run_command(
         ["systemctl", "show", unit, "-p",
-         "ActiveState,SubState,NRestarts,MainPID,InvocationID,LoadState,Result"]
+         "ActiveState,SubState,NRestarts,MainPID,InvocationID,LoadState,Result,"
+         "ExecMainStartTimestampMonotonic"]
     )
     if rc != 0:
         module.fail_json(msg=f"systemctl show {unit} failed: {err.strip()}")
@@ -106,6 +125,7 @@ def main():
             request_timeout=dict(type="float", default=30.0),
             journal_lines=dict(type="int", default=60),
             api_key=dict(type="str", no_log=True),
+            start=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -115,6 +135,16 @@ def main():
     first = unit_state(module, unit)
     if first.get("LoadState") != "loaded":
         module.fail_json(msg=f"{unit} is not loaded (LoadState={first.get('LoadState')})", main_pid=0)
+    started = False
+    if p["start"] and first.get("ActiveState") not in ("active", "activating", "reloading"):
+        if module.check_mode:
+            module.exit_json(changed=True, started=True, main_pid=0)
+        # Type=simple: returns once the process is forked; the loop below watches it start
+        module.run_command(["systemctl", "start", unit], check_rc=True)
+        started = True
+        first = unit_state(module, unit)
+    elif module.check_mode:
+        module.exit_json(changed=False, started=False, main_pid=int(first.get("MainPID") or 0))
     restarts0 = int(first.get("NRestarts") or 0)
     last_http = "no answer yet"
     while True:
@@ -132,14 +162,18 @@ def main():
                     f"SubState={st.get('SubState')}, Result={st.get('Result')}): the server "
                     "rejected its flags or could not load the model; its journal follows"
                 ),
-                main_pid=pid,
+                main_pid=pid, started=started,
                 journal=journal(module, unit, first.get("InvocationID") or st.get("InvocationID"),
                                 p["journal_lines"]),
             )
         code, detail = request(p["url"], timeout=p["request_timeout"],
                                headers={"Authorization": "Bearer " + p["api_key"]} if p["api_key"] else None)
         if code == 200:
-            module.exit_json(changed=False, elapsed=round(time.monotonic() - start, 1), main_pid=pid)
+            # systemd's monotonic clock is CLOCK_MONOTONIC, the one time.monotonic() reads
+            began = int(st.get("ExecMainStartTimestampMonotonic") or 0) / 1e6
+            now = time.monotonic()
+            module.exit_json(changed=started, started=started, elapsed=round(now - start, 1),
+                             start_seconds=round(now - began, 1) if began else None, main_pid=pid)
         last_http = f"HTTP {code}" if code else detail
         if time.monotonic() - start > p["timeout"]:
             module.fail_json(

@@ -1,0 +1,43 @@
+"""Write an Ansible local fact file (facts.d/<name>.fact) in the module's own round trip.
+
+A role that gathers facts on the host writes its local fact from the same module call, instead
+of two more tasks (a directory and a copy) on every run. Changed only when the content differs;
+in check mode nothing is written and the change is reported as it would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+
+def render(data):
+    """The file's content: sorted, indented JSON with a final newline (what to_nice_json writes)."""
+    return json.dumps(data, indent=4, sort_keys=True) + "\n"
+
+
+def write_local_fact(directory, name, data, check_mode=False):
+    """Write <directory>/<name>.fact atomically (mode 0644, directory 0755); True when changed."""
+    path = os.path.join(directory, name + ".fact")
+    content = render(data)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == content:
+                return False
+    except OSError:
+        pass
+    if check_mode:
+        return True
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + name + ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True

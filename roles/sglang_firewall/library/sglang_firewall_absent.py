@@ -1,0 +1,103 @@
+#!/usr/bin/python
+"""Undo the SGLang port's firewall in one call: stop and remove its unit, its ruleset and its table."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_firewall_absent
+short_description: Remove the SGLang port's nftables firewall (unit, ruleset file, live table)
+description:
+  - What C(sglang_firewall_enabled: false) means on a host: when the firewall's unit exists it is
+    stopped (its ExecStop deletes the table) and disabled, the unit and the ruleset file are
+    removed (then a daemon-reload), and a table still in the running ruleset (loaded without
+    the unit) is deleted.
+  - On a host that never had the firewall this is one read-only call and reports no change.
+  - Check mode reports what would be removed and removes nothing.
+options:
+  service:
+    description: The firewall's unit name, without C(.service).
+    type: str
+    required: true
+  unit_dir:
+    description: Directory of the unit file.
+    type: path
+    default: /etc/systemd/system
+  ruleset_path:
+    description: The ruleset file the unit loads.
+    type: path
+    required: true
+  table:
+    description: The C(inet) table of the ruleset.
+    type: str
+    required: true
+author: sglang-deploy
+"""
+
+EXAMPLES = r"""
+- name: Remove the firewall
+  sglang_firewall_absent:
+    service: sglang-firewall
+    ruleset_path: /etc/nftables.d/sglang-firewall.nft
+    table: sglang_firewall
+"""
+
+RETURN = r"""
+removed:
+  description: What was (or, in check mode, would be) removed.
+  type: list
+  elements: str
+  returned: always
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def live_table(module, table):
+    """True when the running ruleset has table inet <table> (no nft: no table)."""
+    nft = module.get_bin_path("nft", opt_dirs=["/usr/sbin", "/sbin"])
+    if not nft:
+        return None, False
+    rc, _, _ = module.run_command([nft, "list", "table", "inet", table])
+    return nft, rc == 0
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            service=dict(type="str", required=True),
+            unit_dir=dict(type="path", default="/etc/systemd/system"),
+            ruleset_path=dict(type="path", required=True),
+            table=dict(type="str", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    unit = p["service"] + ".service"
+    unit_path = os.path.join(p["unit_dir"], unit)
+    removed = []
+    unit_exists = os.path.exists(unit_path)
+    if unit_exists:
+        removed.append(f"unit {unit} (stopped, disabled)")
+        if not module.check_mode:
+            module.run_command(["systemctl", "disable", "--now", unit], check_rc=True)
+    for path in (unit_path, p["ruleset_path"]):
+        if os.path.lexists(path):
+            if path != unit_path:
+                removed.append(path)
+            if not module.check_mode:
+                os.unlink(path)
+    if unit_exists and not module.check_mode:
+        module.run_command(["systemctl", "daemon-reload"], check_rc=True)
+    nft, live = live_table(module, p["table"])
+    if live:
+        removed.append(f"table inet {p['table']}")
+        if not module.check_mode:
+            module.run_command([nft, "delete", "table", "inet", p["table"]], check_rc=True)
+    module.exit_json(changed=bool(removed), removed=removed)
+
+
+if __name__ == "__main__":
+    main()

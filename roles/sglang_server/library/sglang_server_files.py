@@ -1,0 +1,131 @@
+#!/usr/bin/python
+"""Tell which of the server's planned files differ from what the host has, in one read-only call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_server_files
+short_description: Which of the server's files (unit, environment, keys) would a write change
+description:
+  - For each planned file, compares the host's file with the planned content's sha256, mode,
+    owner and group (what C(ansible.builtin.template) would change), or, for C(state=absent),
+    whether the file exists. One round trip for all of them, instead of one check-mode task per
+    file on every run.
+  - Read-only; never reports a change; runs the same in check mode.
+options:
+  files:
+    description: The planned files.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      path:
+        description: The file on the host.
+        type: path
+        required: true
+      state:
+        description: C(present) (compare) or C(absent) (it would be removed).
+        type: str
+        choices: [present, absent]
+        default: present
+      sha256:
+        description: sha256 of the planned content (C(state=present)).
+        type: str
+      mode:
+        description: Planned mode, octal string such as C(0644).
+        type: str
+      owner:
+        description: Planned owner (name).
+        type: str
+      group:
+        description: Planned group (name).
+        type: str
+author: sglang-deploy
+"""
+
+EXAMPLES = r"""
+- name: Would the unit change?
+  sglang_server_files:
+    files:
+      - path: /etc/systemd/system/sglang.service
+        sha256: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') | hash('sha256') }}"
+        mode: "0644"
+        owner: root
+        group: root
+  register: pending
+"""
+
+RETURN = r"""
+differ:
+  description: The paths a write would change (content, mode, owner or group), or remove.
+  type: list
+  elements: str
+  returned: always
+"""
+
+import grp
+import hashlib
+import os
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def _name(lookup, ident):
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def differs(spec):
+    """Why a write of spec would change the host's file ('' when it would not)."""
+    path = spec["path"]
+    if spec["state"] == "absent":
+        return "present" if os.path.lexists(path) else ""
+    try:
+        st = os.lstat(path)
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return "missing"
+    if digest != spec["sha256"]:
+        return "content"
+    if spec["mode"] and (st.st_mode & 0o7777) != int(spec["mode"], 8):
+        return "mode"
+    if spec["owner"] and _name(pwd.getpwuid, st.st_uid) != spec["owner"]:
+        return "owner"
+    if spec["group"] and _name(grp.getgrgid, st.st_gid) != spec["group"]:
+        return "group"
+    return ""
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            files=dict(type="list", elements="dict", required=True, options=dict(
+                path=dict(type="path", required=True),
+                state=dict(type="str", choices=["present", "absent"], default="present"),
+                sha256=dict(type="str"),
+                mode=dict(type="str"),
+                owner=dict(type="str"),
+                group=dict(type="str"),
+            )),
+        ),
+        required_if=[],
+        supports_check_mode=True,
+    )
+    differ, why = [], {}
+    for spec in module.params["files"]:
+        if spec["state"] == "present" and not spec["sha256"]:
+            module.fail_json(msg=f"{spec['path']}: sha256 is required for a present file")
+        reason = differs(spec)
+        if reason:
+            differ.append(spec["path"])
+            why[spec["path"]] = reason
+    module.exit_json(changed=False, differ=differ, why=why)
+
+
+if __name__ == "__main__":
+    main()

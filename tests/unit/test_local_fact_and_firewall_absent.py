@@ -1,0 +1,56 @@
+"""module_utils/local_fact.py (the local fact written in the gathering module's own call) and
+roles/sglang_firewall/library/sglang_firewall_absent.py (the firewall removed in one call), on
+files in a temporary directory; systemctl and nft are not called where nothing needs them."""
+
+import json
+
+import sglang_firewall_absent
+from ansible.module_utils.local_fact import render, write_local_fact
+
+
+def test_local_fact_is_written_once_then_left_alone(tmp_path):
+    facts = {"gpu_count": 0, "b": [1, 2]}
+    target = tmp_path / "facts.d"
+    assert write_local_fact(str(target), "gpu_host", facts) is True
+    path = target / "gpu_host.fact"
+    assert json.loads(path.read_text()) == facts
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+    mtime = path.stat().st_mtime_ns
+    assert write_local_fact(str(target), "gpu_host", facts) is False
+    assert path.stat().st_mtime_ns == mtime
+    assert list(target.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_local_fact_check_mode_reports_and_writes_nothing(tmp_path):
+    assert write_local_fact(str(tmp_path / "d"), "x", {"a": 1}, check_mode=True) is True
+    assert not (tmp_path / "d").exists()
+    (tmp_path / "x.fact").write_text(render({"a": 1}))
+    assert write_local_fact(str(tmp_path), "x", {"a": 1}, check_mode=True) is False
+    assert write_local_fact(str(tmp_path), "x", {"a": 2}, check_mode=True) is True
+    assert json.loads((tmp_path / "x.fact").read_text()) == {"a": 1}
+
+
+def _args(tmp_path):
+    return {"service": "sglang-firewall", "unit_dir": str(tmp_path),
+            "ruleset_path": str(tmp_path / "sglang-firewall.nft"), "table": "sglang_firewall_test_absent"}
+
+
+def test_nothing_installed_is_no_change(tmp_path, run_module):
+    out = run_module(sglang_firewall_absent, _args(tmp_path))
+    assert out["changed"] is False and out["removed"] == []
+
+
+def test_check_mode_names_the_unit_and_ruleset_and_removes_nothing(tmp_path, run_module):
+    (tmp_path / "sglang-firewall.service").write_text("[Unit]\n")
+    (tmp_path / "sglang-firewall.nft").write_text("table inet sglang_firewall {}\n")
+    out = run_module(sglang_firewall_absent, _args(tmp_path), check_mode=True)
+    assert out["changed"] is True
+    assert out["removed"] == ["unit sglang-firewall.service (stopped, disabled)", str(tmp_path / "sglang-firewall.nft")]
+    assert (tmp_path / "sglang-firewall.service").exists() and (tmp_path / "sglang-firewall.nft").exists()
+
+
+def test_a_ruleset_left_without_its_unit_is_removed(tmp_path, run_module):
+    (tmp_path / "sglang-firewall.nft").write_text("table inet sglang_firewall {}\n")
+    out = run_module(sglang_firewall_absent, _args(tmp_path))
+    assert out["changed"] is True and out["removed"] == [str(tmp_path / "sglang-firewall.nft")]
+    assert not (tmp_path / "sglang-firewall.nft").exists()

@@ -1,0 +1,60 @@
+"""roles/sglang_server/library/sglang_server_wait.py: `start` starts a unit that is not active
+(and only then), check mode starts nothing, and start_seconds counts from systemd's
+ExecMainStartTimestampMonotonic (CLOCK_MONOTONIC) to the first answer."""
+
+import time
+
+import pytest
+import sglang_server_wait
+
+
+@pytest.fixture(name="unit")
+def fixture_unit(monkeypatch):
+    """A unit that is `state` until `systemctl start`, then active since 12.5 s ago."""
+    unit = {"state": "inactive", "calls": []}
+
+    def unit_state(module, name):
+        if unit["state"] == "active":
+            began = int((time.monotonic() - 12.5) * 1e6)
+            return {"LoadState": "loaded", "ActiveState": "active", "MainPID": "7", "NRestarts": "0",
+                    "ExecMainStartTimestampMonotonic": str(began)}
+        return {"LoadState": "loaded", "ActiveState": unit["state"], "MainPID": "0", "NRestarts": "0",
+                "ExecMainStartTimestampMonotonic": "0"}
+
+    def run_command(self, argv, check_rc=False, **kwargs):
+        unit["calls"].append(argv)
+        unit["state"] = "active"
+        return 0, "", ""
+
+    monkeypatch.setattr(sglang_server_wait, "unit_state", unit_state)
+    monkeypatch.setattr(sglang_server_wait.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(sglang_server_wait, "request", lambda url, timeout=0, headers=None: (200, ""))
+    return unit
+
+
+ARGS = {"unit": "sglang.service", "url": "http://127.0.0.1:30000/health_generate", "start": True}
+
+
+def test_a_stopped_unit_is_started_and_its_start_time_reported(unit, run_module):
+    out = run_module(sglang_server_wait, ARGS)
+    assert unit["calls"] == [["systemctl", "start", "sglang.service"]]
+    assert out["changed"] is True and out["started"] is True
+    assert 12.0 <= out["start_seconds"] < 20
+
+
+def test_a_running_unit_is_left_alone(unit, run_module):
+    unit["state"] = "active"
+    out = run_module(sglang_server_wait, ARGS)
+    assert unit["calls"] == [] and out["changed"] is False and out["started"] is False
+
+
+def test_check_mode_reports_the_start_and_starts_nothing(unit, run_module):
+    out = run_module(sglang_server_wait, ARGS, check_mode=True)
+    assert out["changed"] is True and unit["calls"] == []
+
+
+def test_without_start_a_stopped_unit_is_not_started(unit, run_module):
+    unit["state"] = "failed"
+    out = run_module(sglang_server_wait, dict(ARGS, start=False, journal_lines=5))
+    assert out["failed"] is True and "exited while starting" in out["msg"]
+    assert ["systemctl", "start", "sglang.service"] not in unit["calls"]
