@@ -2,6 +2,7 @@
 (and only then), check mode starts nothing, and start_seconds counts from systemd's
 ExecMainStartTimestampMonotonic (CLOCK_MONOTONIC) to the first answer."""
 
+import json
 import time
 
 import pytest
@@ -58,3 +59,32 @@ def test_without_start_a_stopped_unit_is_not_started(unit, run_module):
     out = run_module(sglang_server_wait, dict(ARGS, start=False, journal_lines=5))
     assert out["failed"] is True and "exited while starting" in out["msg"]
     assert ["systemctl", "start", "sglang.service"] not in unit["calls"]
+
+
+def test_a_restart_is_recorded_in_the_start_log_with_its_cache_state(unit, run_module, tmp_path):
+    log = tmp_path / "starts" / "sglang.jsonl"
+    unit["state"] = "active"
+    args = dict(ARGS, restarted=True, cache_warm=True, generation="abc123", start_log=str(log))
+    out = run_module(sglang_server_wait, args)
+    assert out["start"]["cache"] == "warm" and out["start"]["generation"] == "abc123"
+    # a start done here: cold when this generation's cache directory is not there yet
+    unit["state"] = "inactive"
+    run_module(sglang_server_wait, dict(ARGS, cache_dir=str(tmp_path / "cache" / "abc123"),
+                                        generation="abc123", start_log=str(log)))
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["cache"] for r in records] == ["warm", "cold"]
+    assert all(12.0 <= r["seconds"] < 20 and r["unit"] == "sglang.service" for r in records)
+    assert oct(log.stat().st_mode & 0o777) == "0o644"
+
+
+def test_a_serving_unit_that_was_not_restarted_records_nothing(unit, run_module, tmp_path):
+    unit["state"] = "active"
+    out = run_module(sglang_server_wait, dict(ARGS, start_log=str(tmp_path / "s.jsonl")))
+    assert out["start"] is None and not (tmp_path / "s.jsonl").exists()
+
+
+def test_the_start_log_keeps_the_newest_records(tmp_path):
+    log = tmp_path / "s.jsonl"
+    for i in range(7):
+        sglang_server_wait.record_start(str(log), {"n": i}, keep=5)
+    assert [json.loads(line)["n"] for line in log.read_text().splitlines()] == [2, 3, 4, 5, 6]

@@ -193,8 +193,9 @@ def test_the_unit_is_hardened_and_its_sandbox_applies():
     assert sh(HOST, f"nsenter -t {pid} -m sh -c 'touch /var/lib/sglang/.probe && rm /var/lib/sglang/.probe && echo ok'") == "ok"
     status = dict(line.split(":", 1) for line in sh(HOST, f"cat /proc/{pid}/status").splitlines() if ":" in line)
     assert status["CapBnd"].strip() == "0000000000000000" and status["NoNewPrivs"].strip() == "1"
-    assert sh(HOST, "stat -c %a /var/cache/sglang") == "700"
-    assert 'XDG_CACHE_HOME="/var/cache/sglang"' in sh(HOST, "cat /etc/sglang/sglang.env")
+    gen = sh(HOST, "basename $(readlink -f /root/ml-env)")  # one cache directory per generation
+    assert sh(HOST, f"stat -c %a /var/cache/sglang/{gen}") == "700"
+    assert f'XDG_CACHE_HOME="/var/cache/sglang/{gen}"' in sh(HOST, "cat /etc/sglang/sglang.env")
     out = sh(HOST, "systemd-analyze security sglang --no-pager")
     score = float(re.search(r"Overall exposure level for sglang\.service: ([0-9.]+)", out).group(1))
     figure(f"systemd-analyze security sglang (live, local profile): {score}")

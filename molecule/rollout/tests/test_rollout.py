@@ -169,6 +169,32 @@ def test_4b_noop_cost_does_not_grow_with_the_hosts():
         f"{n} host{'s' if n > 1 else ''} {NOOP_SECONDS[n]:.0f}" for n in sorted(NOOP_SECONDS)))
 
 
+def test_4c_each_start_is_recorded_cold_then_warm_with_caches_per_generation():
+    """The converge's first start of the generation is cold (its cache directory did not exist),
+    the restarts of the flag changes since are warm (same generation, same cache directory).
+    Figures, not a timed assertion: the hosts share this machine's 2 cores."""
+    import json
+    cold, warm = [], []
+    for h in HOSTS:
+        gen = sh(h, "basename $(readlink -f /root/ml-env)")
+        assert f'XDG_CACHE_HOME="/var/cache/sglang/{gen}"' in sh(h, "cat /etc/sglang/sglang.env")
+        assert f"CacheDirectory=sglang/{gen}" in unit_text(h)
+        assert sh(h, f"stat -c %a /var/cache/sglang/{gen}") == "700"
+        records = [json.loads(line) for line in sh(h, "cat /var/lib/sglang-deploy/starts/sglang.jsonl").splitlines()]
+        mine = [r for r in records if r["generation"] == gen]
+        assert mine and mine[0]["cache"] == "cold", records
+        assert [r for r in mine[1:] if r["cache"] == "warm"], records
+        assert all(r["cache"] == "warm" for r in mine[1:] if r["cache"] != "unknown"), records
+        cold.append(mine[0]["seconds"])
+        warm += [r["seconds"] for r in mine[1:] if r["cache"] == "warm"]
+
+    def med(values):
+        return sorted(values)[len(values) // 2]
+    figure(f"server start to the first generation (local model, 3 hosts): cold {med(cold):.1f} s median "
+           f"({min(cold):.1f}-{max(cold):.1f}, n={len(cold)}), warm {med(warm):.1f} s median "
+           f"({min(warm):.1f}-{max(warm):.1f}, n={len(warm)})")
+
+
 def test_5_check_diff_shows_the_flag_change_per_host_and_restarts_nothing():
     before = {h: unit_state(h)[0] for h in HOSTS}
     args = dict(BASE_ARGS, **{"max-total-tokens": 4096})

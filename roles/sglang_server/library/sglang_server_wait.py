@@ -48,6 +48,28 @@ options:
         started or waited for.
     type: bool
     default: false
+  restarted:
+    description: The caller restarted the unit just before this call (its start is recorded).
+    type: bool
+    default: false
+  cache_dir:
+    description:
+      - The server's cache directory for this ml_env generation. When this call starts the unit,
+        a cache directory already there makes the start C(warm), else C(cold).
+    type: path
+  cache_warm:
+    description: Whether the cache directory was there before the caller's restart (I(restarted)).
+    type: bool
+  generation:
+    description: The ml_env generation the server runs from (recorded with the start).
+    type: str
+    default: ""
+  start_log:
+    description:
+      - JSON-lines file on the host where each start this call saw (I(restarted), or started
+        here) is appended: time, seconds to the first answer, cache C(cold)/C(warm)/C(unknown),
+        generation. The newest 50 are kept.
+    type: path
 author: sglang-deploy
 """
 
@@ -75,6 +97,10 @@ started:
   description: Whether this call started the unit (I(start)).
   type: bool
   returned: always
+start:
+  description: The start record appended to I(start_log) (when this call saw a start).
+  type: dict
+  returned: success
 main_pid:
   description: Main PID of the unit when it became ready.
   type: int
@@ -85,6 +111,8 @@ journal:
   returned: failure
 """
 
+import json
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -115,6 +143,23 @@ def journal(module, unit, invocation, lines):
     return redact_lines(out.splitlines()[-lines:])
 
 
+def record_start(path, record, keep=50):
+    """Append one start to the JSON-lines log, keeping the newest `keep` (atomic rewrite)."""
+    lines = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line for line in handle.read().splitlines() if line.strip()]
+    except OSError:
+        pass
+    lines = (lines + [json.dumps(record, sort_keys=True)])[-keep:]
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -126,6 +171,11 @@ def main():
             journal_lines=dict(type="int", default=60),
             api_key=dict(type="str", no_log=True),
             start=dict(type="bool", default=False),
+            restarted=dict(type="bool", default=False),
+            cache_dir=dict(type="path"),
+            cache_warm=dict(type="bool"),
+            generation=dict(type="str", default=""),
+            start_log=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -136,9 +186,12 @@ def main():
     if first.get("LoadState") != "loaded":
         module.fail_json(msg=f"{unit} is not loaded (LoadState={first.get('LoadState')})", main_pid=0)
     started = False
+    cache = "unknown" if p["cache_warm"] is None else ("warm" if p["cache_warm"] else "cold")
     if p["start"] and first.get("ActiveState") not in ("active", "activating", "reloading"):
         if module.check_mode:
             module.exit_json(changed=True, started=True, main_pid=0)
+        if p["cache_dir"]:
+            cache = "warm" if os.path.isdir(p["cache_dir"]) else "cold"
         # Type=simple: returns once the process is forked; the loop below watches it start
         module.run_command(["systemctl", "start", unit], check_rc=True)
         started = True
@@ -172,8 +225,14 @@ def main():
             # systemd's monotonic clock is CLOCK_MONOTONIC, the one time.monotonic() reads
             began = int(st.get("ExecMainStartTimestampMonotonic") or 0) / 1e6
             now = time.monotonic()
+            seconds = round(now - began, 1) if began else None
+            record = None
+            if (started or p["restarted"]) and p["start_log"]:
+                record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": seconds,
+                          "cache": cache, "generation": p["generation"], "unit": unit}
+                record_start(p["start_log"], record)
             module.exit_json(changed=started, started=started, elapsed=round(now - start, 1),
-                             start_seconds=round(now - began, 1) if began else None, main_pid=pid)
+                             start_seconds=seconds, start=record, main_pid=pid)
         last_http = f"HTTP {code}" if code else detail
         if time.monotonic() - start > p["timeout"]:
             module.fail_json(

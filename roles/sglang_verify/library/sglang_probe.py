@@ -50,6 +50,7 @@ options:
   bench: {description: "Single stream: {prompt, max_tokens, runs, warmup, garbage_check}.", type: dict, default: {}}
   sweep: {description: "Concurrency sweep: {concurrency, requests_per_level, input_len, output_len, tool (auto|bench_serving|own), python, tokenizer, backend, env, timeout}.", type: dict, default: {}}
   env_link: {description: "The ML environment link the server runs from (its target names the ml_env generation, which keys the baseline).", type: str, default: ""}
+  start_log: {description: "The server's start log (JSON lines, roles/sglang_server); its newest 20 starts go into the result as C(starts).", type: str, default: ""}
 author: [sglang_deploy]
 """
 
@@ -92,6 +93,24 @@ def generation(env_link):
     if not env_link or not os.path.exists(env_link):
         return None
     return os.path.basename(os.path.realpath(env_link))
+
+
+def read_starts(path, keep=20):
+    """The newest `keep` records of the server's start log (JSON lines); [] when there is none."""
+    if not path:
+        return []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines[-keep:]:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 def check_health(client, name, ready_timeout):
@@ -289,6 +308,7 @@ def main():
             bench=dict(type="dict", default={}),
             sweep=dict(type="dict", default={}),
             env_link=dict(type="str", default=""),
+            start_log=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -302,7 +322,7 @@ def main():
     client = Client(p["base_url"], p["api_key"], p["request_timeout"])
     checks = set(p["checks"])
     result = {"base_url": p["base_url"], "checks": sorted(checks), "timings_s": {},
-              "generation": generation(p["env_link"])}
+              "generation": generation(p["env_link"]), "starts": read_starts(p["start_log"])}
     failures = []
 
     def timed(name, fn, *a):

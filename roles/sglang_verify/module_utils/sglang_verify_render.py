@@ -73,6 +73,8 @@ def console_lines(host, result, gate):
         lines.append("%-28s %s" % ("sweep measured by", sweep["tool"]))
     if sweep.get("note"):
         lines.append("%-28s %s" % ("sweep note", sweep["note"][:300]))
+    if result.get("starts"):
+        lines.append("%-28s %s" % ("server start (last)", starts_line(result)))
     spec = (result.get("server") or {}).get("spec_accept_length")
     if spec:
         lines.append("%-28s %s" % ("spec accept length", _fmt(spec, 2)))
@@ -83,6 +85,26 @@ def console_lines(host, result, gate):
     for f in gate.get("failures") or []:
         lines.append("FAIL: " + f)
     return lines
+
+
+def last_starts(result):
+    """(last cold start, last warm start) records of the result's start log, or None each."""
+    starts = result.get("starts") or []
+    pick = {}
+    for rec in starts:
+        if rec.get("cache") in ("cold", "warm") and rec.get("seconds") is not None:
+            pick[rec["cache"]] = rec
+    return pick.get("cold"), pick.get("warm")
+
+
+def starts_line(result):
+    """'cold 41.2 s (gen, at) / warm 30.5 s (gen, at)': the server's last cold and warm starts."""
+    def one(rec):
+        if not rec:
+            return "-"
+        return "%s s (%s, %s)" % (_fmt(rec["seconds"]), (rec.get("generation") or "?")[:12], rec.get("at"))
+    cold, warm = last_starts(result)
+    return "cold %s / warm %s" % (one(cold), one(warm))
 
 
 def _spread(values, pick):
@@ -108,8 +130,8 @@ def render_summary_md(report):
     """Markdown summary of one run (all hosts verified so far in it)."""
     out = ["# SGLang verification %s" % report.get("run_id"), ""]
     out.append("| host | verdict | sglang | flags | probes | decode tok/s (min-max) | TTFT ms | ITL p50/p90/p99 ms "
-               "| sweep tok/s (concurrency) | spec accept | baseline tok/s (n) |")
-    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+               "| sweep tok/s (concurrency) | spec accept | baseline tok/s (n) | start s cold / warm |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for host in sorted(report.get("hosts") or {}):
         h = report["hosts"][host]
         res = h.get("result") or {}
@@ -121,11 +143,13 @@ def render_summary_md(report):
         base = "%s (%s)" % (_fmt(bstats.get("median")), bstats.get("n")) if bstats else "collecting"
         tps = "%s (%s-%s)" % (_fmt(s.get("decode_tps")), _fmt(_spread(s.get("decode_tps_runs"), min)),
                               _fmt(_spread(s.get("decode_tps_runs"), max)))
-        out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s / %s / %s | %s | %s | %s |" % (
+        cold, warm = last_starts(res)
+        out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s / %s |" % (
             host, "PASS" if h.get("passed") else "**FAIL**", (res.get("server") or {}).get("version"),
             h.get("flag_hash"), _probe_line(res), tps, _fmt(s.get("ttft_ms")),
             _fmt(s.get("itl_ms_p50"), 2), _fmt(s.get("itl_ms_p90"), 2), _fmt(s.get("itl_ms_p99"), 2),
-            sw, _fmt((res.get("server") or {}).get("spec_accept_length"), 2), base))
+            sw, _fmt((res.get("server") or {}).get("spec_accept_length"), 2), base,
+            _fmt((cold or {}).get("seconds")), _fmt((warm or {}).get("seconds"))))
     out.append("")
     for host in sorted(report.get("hosts") or {}):
         h = report["hosts"][host]
