@@ -204,6 +204,25 @@ def protected_generations(release_dir, fact):
     return found
 
 
+def protected_model_paths(release_dir, fact):
+    """{model-path: [release ids]}: the model directory every release the index names runs
+    (its recorded flags), so that no model revision is removed while a release that loads it is
+    kept. An unreadable index protects nothing."""
+    index = read_index(fact, strict=False)
+    found = {}
+
+    def add(args, rid):
+        path = (args or {}).get("model-path") if isinstance(args, dict) else None
+        if path and rid not in found.setdefault(path, []):
+            found[path].append(rid)
+
+    for rid in _named(index):
+        add(_describe(release_dir, index, rid)[1], rid)
+    for slot in SLOTS:
+        add(index[slot + "_args"], index[slot] or slot)
+    return found
+
+
 # --- writing ------------------------------------------------------------------------------------
 
 def _write_atomic(path, data, mode):

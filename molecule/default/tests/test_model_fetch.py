@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -114,3 +115,28 @@ def test_d_refusals_name_the_figures_and_the_variable(hub):
     changed, out, _ = fetch(hub, expect_rc=2, model_files_revision="main",
                             model_files_dest=f"{ROOT}/{NAME}/main")
     assert "model_files_revision 'main' is not a 40-hex commit sha" in out, out[-3000:]
+
+
+def test_e_an_old_revision_stays_while_in_use_and_goes_when_nothing_uses_it(hub, tmp_path):
+    """A second revision fetched with model_files_keep_revisions 0: the first stays while a unit
+    names it (a unit file of the test's own, model_files_server_unit), and is removed by the next
+    run, when nothing names it (the scenario's real unit serves /data/models/tiny-qwen2, no
+    release records this root). Protection by recorded releases: tests/unit/test_model_files_prune_plan.py."""
+    src = tmp_path / "tiny-qwen2-r2"
+    shutil.copytree(hub_layout.TINY_QWEN2, src)
+    (src / "NOTES.md").write_text("revision 2 of the tiny model\n")
+    sha2 = hub_layout.lay_out(str(src), hub.root)
+    assert sha2 != hub.sha
+    first, second = f"{ROOT}/{NAME}/{hub.sha}", f"{ROOT}/{NAME}/{sha2}"
+    sh(HOST, f"mkdir -p /etc/model-test && echo 'ExecStart=x --model-path {first}' > /etc/model-test/uses-first.service")
+    try:
+        changed, out, _ = fetch(hub, model_files_revision=sha2, model_files_dest=second, model_files_keep_revisions=0,
+                                model_files_server_unit="/etc/model-test/uses-first.service")
+        assert changed == 1, out[-3000:]
+        assert sh(HOST, f"ls {ROOT}/{NAME}").split() == sorted([hub.sha, sha2])
+        changed, out, _ = fetch(hub, model_files_revision=sha2, model_files_dest=second, model_files_keep_revisions=0)
+        assert changed == 1 and "Remove the revisions nothing uses" in out, out[-3000:]
+        assert sh(HOST, f"ls {ROOT}/{NAME}").split() == [sha2]
+        assert sha256_host(f"{second}/{WEIGHTS}") == sha256_local(WEIGHTS)
+    finally:
+        sh(HOST, "rm -rf /etc/model-test")

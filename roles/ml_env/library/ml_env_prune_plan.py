@@ -79,6 +79,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_prune import choose
 from ansible.module_utils.sglang_release_state import FACT, RELEASE_DIR, protected_generations
 
 
@@ -122,31 +123,10 @@ def protected_paths(root, link, protect=(), state_fact=None, release_fact=None, 
 def plan(root, link, keep, record="ml-env-generation.json", protect=(), state_fact=None, release_fact=None,
          release_dir=RELEASE_DIR):
     """(remove, kept): the generation paths to remove and {path: why it stays} for the rest."""
-    kept, candidates = {}, []
-    if not os.path.isdir(root):
-        return [], kept
     protected = protected_paths(root, link, protect, state_fact, release_fact, release_dir)
-    with os.scandir(root) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.is_symlink():
-                if os.path.isdir(entry.path):
-                    kept[entry.path] = "a symlink, never followed"
-                continue
-            if not entry.is_dir():
-                continue
-            marker = os.path.join(entry.path, record)
-            if os.path.islink(marker) or not os.path.isfile(marker):
-                kept[entry.path] = "no %s: not a finished generation" % record
-                continue
-            real = os.path.realpath(entry.path)
-            if real in protected:
-                kept[entry.path] = protected[real]
-                continue
-            candidates.append((os.stat(marker).st_mtime, entry.path))
-    candidates.sort(key=lambda c: (-c[0], c[1]))  # newest first, then by name
-    for _, path in candidates[:max(keep, 0)]:
-        kept[path] = "one of the %d newest other generations (ml_env_keep_generations)" % keep
-    return [path for _, path in candidates[max(keep, 0):]], kept
+    return choose(root, record, keep, protected,
+                  "one of the %d newest other generations (ml_env_keep_generations)" % keep,
+                  unfinished="not a finished generation")
 
 
 def main():
