@@ -61,18 +61,21 @@ def test_without_start_a_stopped_unit_is_not_started(unit, run_module):
     assert ["systemctl", "start", "sglang.service"] not in unit["calls"]
 
 
-def test_a_restart_is_recorded_in_the_start_log_with_its_cache_state(unit, run_module, tmp_path):
+def test_a_restart_is_recorded_cold_first_then_warm_per_generation(unit, run_module, tmp_path):
     log = tmp_path / "starts" / "sglang.jsonl"
     unit["state"] = "active"
-    args = dict(ARGS, restarted=True, cache_warm=True, generation="abc123", start_log=str(log))
+    args = dict(ARGS, restarted=True, generation="abc123", start_log=str(log))
     out = run_module(sglang_server_wait, args)
-    assert out["start"]["cache"] == "warm" and out["start"]["generation"] == "abc123"
-    # a start done here: cold when this generation's cache directory is not there yet
+    assert out["start"]["cache"] == "cold" and out["start"]["generation"] == "abc123"
+    # a start done here, of the same generation: its caches hold what the first start compiled
     unit["state"] = "inactive"
-    run_module(sglang_server_wait, dict(ARGS, cache_dir=str(tmp_path / "cache" / "abc123"),
-                                        generation="abc123", start_log=str(log)))
+    run_module(sglang_server_wait, dict(ARGS, generation="abc123", start_log=str(log)))
+    # a new generation starts with empty caches; no generation: unknown
+    run_module(sglang_server_wait, dict(args, generation="def456"))
+    run_module(sglang_server_wait, dict(args, generation=""))
     records = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [r["cache"] for r in records] == ["warm", "cold"]
+    assert [(r["generation"], r["cache"]) for r in records] == [
+        ("abc123", "cold"), ("abc123", "warm"), ("def456", "cold"), ("", "unknown")]
     assert all(12.0 <= r["seconds"] < 20 and r["unit"] == "sglang.service" for r in records)
     assert oct(log.stat().st_mode & 0o777) == "0o644"
 

@@ -170,7 +170,7 @@ def test_4b_noop_cost_does_not_grow_with_the_hosts():
 
 
 def test_4c_each_start_is_recorded_cold_then_warm_with_caches_per_generation():
-    """The converge's first start of the generation is cold (its cache directory did not exist),
+    """The converge's first start of the generation is cold (no earlier start of it on the host),
     the restarts of the flag changes since are warm (same generation, same cache directory).
     Figures, not a timed assertion: the hosts share this machine's 2 cores."""
     import json

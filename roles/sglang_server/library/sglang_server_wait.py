@@ -52,14 +52,6 @@ options:
     description: The caller restarted the unit just before this call (its start is recorded).
     type: bool
     default: false
-  cache_dir:
-    description:
-      - The server's cache directory for this ml_env generation. When this call starts the unit,
-        a cache directory already there makes the start C(warm), else C(cold).
-    type: path
-  cache_warm:
-    description: Whether the cache directory was there before the caller's restart (I(restarted)).
-    type: bool
   generation:
     description: The ml_env generation the server runs from (recorded with the start).
     type: str
@@ -67,8 +59,10 @@ options:
   start_log:
     description:
       - JSON-lines file on the host where each start this call saw (I(restarted), or started
-        here) is appended: time, seconds to the first answer, cache C(cold)/C(warm)/C(unknown),
-        generation. The newest 50 are kept.
+        here) is appended: time, seconds to the first answer, the generation, and C(cold) (no
+        earlier start of this generation in the log: its caches were empty) or C(warm) (they
+        hold what the earlier starts compiled); C(unknown) without a generation. The newest 50
+        are kept.
     type: path
 author: sglang-deploy
 """
@@ -143,14 +137,28 @@ def journal(module, unit, invocation, lines):
     return redact_lines(out.splitlines()[-lines:])
 
 
+def _generation_of(line):
+    try:
+        return json.loads(line).get("generation")
+    except (ValueError, AttributeError):
+        return None
+
+
 def record_start(path, record, keep=50):
-    """Append one start to the JSON-lines log, keeping the newest `keep` (atomic rewrite)."""
+    """Append one start to the JSON-lines log, keeping the newest `keep` (atomic rewrite). Its
+    cache is warm when an earlier start of the same generation is in the log (the per-generation
+    cache directory holds what that start compiled), cold when none is."""
     lines = []
     try:
         with open(path, encoding="utf-8") as handle:
             lines = [line for line in handle.read().splitlines() if line.strip()]
     except OSError:
         pass
+    generation = record.get("generation")
+    if not generation:
+        record["cache"] = "unknown"
+    else:
+        record["cache"] = "warm" if any(_generation_of(line) == generation for line in lines) else "cold"
     lines = (lines + [json.dumps(record, sort_keys=True)])[-keep:]
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     tmp = path + ".tmp"
@@ -172,8 +180,6 @@ def main():
             api_key=dict(type="str", no_log=True),
             start=dict(type="bool", default=False),
             restarted=dict(type="bool", default=False),
-            cache_dir=dict(type="path"),
-            cache_warm=dict(type="bool"),
             generation=dict(type="str", default=""),
             start_log=dict(type="path"),
         ),
@@ -186,12 +192,9 @@ def main():
     if first.get("LoadState") != "loaded":
         module.fail_json(msg=f"{unit} is not loaded (LoadState={first.get('LoadState')})", main_pid=0)
     started = False
-    cache = "unknown" if p["cache_warm"] is None else ("warm" if p["cache_warm"] else "cold")
     if p["start"] and first.get("ActiveState") not in ("active", "activating", "reloading"):
         if module.check_mode:
             module.exit_json(changed=True, started=True, main_pid=0)
-        if p["cache_dir"]:
-            cache = "warm" if os.path.isdir(p["cache_dir"]) else "cold"
         # Type=simple: returns once the process is forked; the loop below watches it start
         module.run_command(["systemctl", "start", unit], check_rc=True)
         started = True
@@ -229,7 +232,7 @@ def main():
             record = None
             if (started or p["restarted"]) and p["start_log"]:
                 record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": seconds,
-                          "cache": cache, "generation": p["generation"], "unit": unit}
+                          "generation": p["generation"], "unit": unit}
                 record_start(p["start_log"], record)
             module.exit_json(changed=started, started=started, elapsed=round(now - start, 1),
                              start_seconds=seconds, start=record, main_pid=pid)
