@@ -11,6 +11,19 @@ from __future__ import annotations
 
 import os
 
+from ansible.module_utils.sglang_release_state import FACT, RELEASE_DIR
+
+# The options every prune plan module takes: the root, how many unprotected ones to keep, more
+# paths to protect, and where sglang_release keeps its records (whose generations and models
+# are never removed).
+PLAN_OPTIONS = dict(
+    root=dict(type="path", required=True),
+    keep=dict(type="int", required=True),
+    protect=dict(type="list", elements="str", default=[]),
+    release_fact=dict(type="path", default=FACT),
+    release_dir=dict(type="path", default=RELEASE_DIR),
+)
+
 
 def choose(root, marker, keep, protected, keep_reason, skip=None, unfinished="not finished"):
     """(remove, kept): paths to remove and {path: why it stays} for every other directory.

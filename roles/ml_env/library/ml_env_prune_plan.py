@@ -79,8 +79,8 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.sglang_prune import choose
-from ansible.module_utils.sglang_release_state import FACT, RELEASE_DIR, protected_generations
+from ansible.module_utils.sglang_prune import PLAN_OPTIONS, choose
+from ansible.module_utils.sglang_release_state import RELEASE_DIR, protected_generations
 
 
 def _read_json(path):
@@ -132,14 +132,10 @@ def plan(root, link, keep, record="ml-env-generation.json", protect=(), state_fa
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            root=dict(type="path", required=True),
+            PLAN_OPTIONS,
             link=dict(type="path", required=True),
-            keep=dict(type="int", required=True),
             record=dict(type="str", default="ml-env-generation.json"),
-            protect=dict(type="list", elements="str", default=[]),
             state_fact=dict(type="path", default="/etc/ansible/facts.d/ml_env.fact"),
-            release_fact=dict(type="path", default=FACT),
-            release_dir=dict(type="path", default=RELEASE_DIR),
         ),
         supports_check_mode=True,
     )

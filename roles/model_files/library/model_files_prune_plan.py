@@ -45,8 +45,8 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.model_files_manifest import STAMP
-from ansible.module_utils.sglang_prune import choose
-from ansible.module_utils.sglang_release_state import FACT, RELEASE_DIR, protected_model_paths
+from ansible.module_utils.sglang_prune import PLAN_OPTIONS, choose
+from ansible.module_utils.sglang_release_state import RELEASE_DIR, protected_model_paths
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
 
@@ -91,15 +91,7 @@ def plan(root, name, keep, protect=(), unit_path=None, release_fact=None, releas
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", required=True),
-            name=dict(type="str", required=True),
-            keep=dict(type="int", required=True),
-            protect=dict(type="list", elements="str", default=[]),
-            unit_path=dict(type="path"),
-            release_fact=dict(type="path", default=FACT),
-            release_dir=dict(type="path", default=RELEASE_DIR),
-        ),
+        argument_spec=dict(PLAN_OPTIONS, name=dict(type="str", required=True), unit_path=dict(type="path")),
         supports_check_mode=True,
     )
     p = module.params
