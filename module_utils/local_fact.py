@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+
+from ansible.module_utils.sglang_verify_store import write_text
 
 
 def render(data):
@@ -18,7 +19,7 @@ def render(data):
 
 
 def write_local_fact(directory, name, data, check_mode=False):
-    """Write <directory>/<name>.fact atomically (mode 0644, directory 0755); True when changed."""
+    """Write <directory>/<name>.fact atomically (mode 0644); True when changed."""
     path = os.path.join(directory, name + ".fact")
     content = render(data)
     try:
@@ -27,17 +28,6 @@ def write_local_fact(directory, name, data, check_mode=False):
                 return False
     except OSError:
         pass
-    if check_mode:
-        return True
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + name + ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    if not check_mode:
+        write_text(path, content, mode=0o644)
     return True

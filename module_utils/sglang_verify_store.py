@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
-# Controller side only: report and baseline files written so that several hosts of one run,
-# written by parallel workers, never collide (each write goes to its own temporary file in the
-# target directory and is renamed over the target; directories are created race-free).
+# Files written whole and atomically: the reports and baselines on the controller (several hosts
+# of one run, written by parallel workers, never collide), and on the hosts the local facts
+# (module_utils/local_fact.py) and the server's start log (module_utils/sglang_start_log.py).
+# Each write goes to its own temporary file in the target directory and is renamed over the
+# target; directories are created race-free. Standard library only.
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,14 +14,17 @@ import os
 import tempfile
 
 
-def write_text(path, text):
-    """Atomically replace `path` with `text`, creating its directory if needed."""
+def write_text(path, text, mode=None):
+    """Atomically replace `path` with `text`, creating its directory if needed; `mode` (e.g.
+    0o644) for a file others read, else the temporary file's own (0600)."""
     d = os.path.dirname(path) or "."
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -62,6 +62,10 @@ differ:
   type: list
   elements: str
   returned: always
+why:
+  description: For each path in I(differ), what differs (content, mode, owner, group, missing, present).
+  type: dict
+  returned: always
 """
 
 import grp
@@ -113,7 +117,6 @@ def main():
                 group=dict(type="str"),
             )),
         ),
-        required_if=[],
         supports_check_mode=True,
     )
     differ, why = [], {}

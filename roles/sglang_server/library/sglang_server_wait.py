@@ -105,13 +105,12 @@ journal:
   returned: failure
 """
 
-import json
-import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_http import request
 from ansible.module_utils.sglang_secrets import redact_lines
+from ansible.module_utils.sglang_start_log import append as record_start
 
 
 def unit_state(module, unit):
@@ -135,37 +134,6 @@ def journal(module, unit, invocation, lines):
         )
     # secret flag values (an API key in SGLang's server_args line) never leave the host
     return redact_lines(out.splitlines()[-lines:])
-
-
-def _generation_of(line):
-    try:
-        return json.loads(line).get("generation")
-    except (ValueError, AttributeError):
-        return None
-
-
-def record_start(path, record, keep=50):
-    """Append one start to the JSON-lines log, keeping the newest `keep` (atomic rewrite). Its
-    cache is warm when an earlier start of the same generation is in the log (the per-generation
-    cache directory holds what that start compiled), cold when none is."""
-    lines = []
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = [line for line in handle.read().splitlines() if line.strip()]
-    except OSError:
-        pass
-    generation = record.get("generation")
-    if not generation:
-        record["cache"] = "unknown"
-    else:
-        record["cache"] = "warm" if any(_generation_of(line) == generation for line in lines) else "cold"
-    lines = (lines + [json.dumps(record, sort_keys=True)])[-keep:]
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def main():

@@ -82,6 +82,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_flags_model import FlagModelError, redact_launch_command
 from ansible.module_utils.sglang_prometheus import parse_prometheus_value
+from ansible.module_utils.sglang_start_log import read as read_starts
 from ansible.module_utils.sglang_verify_client import Client, chat_body, single_stream
 from ansible.module_utils.sglang_verify_drift import compare_args
 from ansible.module_utils.sglang_verify_output import detect_garbage, match_answer, quote
@@ -93,24 +94,6 @@ def generation(env_link):
     if not env_link or not os.path.exists(env_link):
         return None
     return os.path.basename(os.path.realpath(env_link))
-
-
-def read_starts(path, keep=20):
-    """The newest `keep` records of the server's start log (JSON lines); [] when there is none."""
-    if not path:
-        return []
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines[-keep:]:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def check_health(client, name, ready_timeout):
