@@ -16,8 +16,12 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "roles", "model_files", "module_utils"))
+import model_files_manifest as mf  # noqa: E402  (the role's own listing of a model directory)
+
 TINY_QWEN2 = os.path.join(ROOT, "roles", "model_files", "files", "tiny-qwen2")
 TINY_QWEN2_REPO = "sglang-deploy/tiny-qwen2"
 LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".onnx", ".msgpack", ".h5")
@@ -32,12 +36,9 @@ def lfs_pointer(sha256, size):
 
 
 def list_files(directory):
-    """Sorted relative paths (``/``-separated) of the files under `directory`."""
-    found = []
-    for current, _dirs, files in os.walk(directory):
-        for name in files:
-            found.append(os.path.relpath(os.path.join(current, name), directory).replace(os.sep, "/"))
-    return sorted(found)
+    """Sorted relative paths (``/``-separated) of the model files under `directory`: the files a
+    Hub repository of it would hold (model_files' stamp is bookkeeping, not a file of the repo)."""
+    return mf.list_files(directory)
 
 
 def file_entry(directory, path):

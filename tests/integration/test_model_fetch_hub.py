@@ -28,6 +28,7 @@ pytest.importorskip("huggingface_hub.file_download")
 
 REPO = hub_layout.TINY_QWEN2_REPO
 SRC = hub_layout.TINY_QWEN2
+SRC_FILES = hub_layout.list_files(SRC)  # the model's files (the folder's own stamp is not one)
 STAMP = ".sglang-deploy-model.json"
 WEIGHTS = "model.safetensors"
 BIG_REPO = "sglang-deploy/big-weights"
@@ -57,7 +58,7 @@ def gets(hub, name=None):
 
 
 def same_files(directory):
-    names = sorted(os.listdir(SRC))
+    names = list(SRC_FILES)
     match, mismatch, errors = filecmp.cmpfiles(SRC, directory, names, shallow=False)
     return match == names and not mismatch and not errors
 
@@ -73,7 +74,7 @@ def test_fresh_fetch_then_rerun_through_the_module(hub, tmp_path, run_module):
     dest = tmp_path / "models" / "tiny-qwen2" / hub.sha
     assert first["changed"] and first["path"] == str(dest) and first["revision"] == hub.sha
     assert same_files(dest)
-    assert sorted(os.listdir(dest)) == sorted(os.listdir(SRC) + [STAMP])  # no .cache, no partial file
+    assert sorted(os.listdir(dest)) == sorted(SRC_FILES + [STAMP])  # no .cache, no partial file
     assert os.listdir(dest.parent) == [hub.sha]
     stamp = json.loads((dest / STAMP).read_text())
     assert stamp["repo"] == REPO and stamp["revision"] == hub.sha and stamp["source"] == "hub:" + hub.url
@@ -185,7 +186,7 @@ def test_fleet_local_copy_asks_the_hub_once_per_file(hub, tmp_path, monkeypatch)
     stamp = json.loads(open(os.path.join(host_b["path"], STAMP), encoding="utf-8").read())
     assert stamp["repo"] == REPO and stamp["source"] == "path:" + host_a["path"]
     served = [e["path"].rsplit("/", 1)[1] for e in gets(hub)]
-    assert sorted(served) == sorted(os.listdir(SRC))
+    assert sorted(served) == sorted(SRC_FILES)
 
     with open(os.path.join(host_b["path"], "config.json"), "a", encoding="utf-8") as handle:
         handle.write(" ")  # another size: the quick check sees it and the copy is repaired from A
@@ -201,13 +202,13 @@ def test_a_damaged_source_copy_is_named_and_not_kept(hub, tmp_path):
     with pytest.raises(model_files_fetch.FetchError, match="differ from the source after fetching them twice: tokenizer.json$"):
         model_files_fetch.run(dict(source="path", src_path=host_a["path"], root=str(tmp_path / "b" / "models")))
     partial = tmp_path / "b" / "models" / "tiny-qwen2" / (".%s.partial" % hub.sha)
-    assert sorted(os.listdir(partial)) == sorted(set(os.listdir(SRC)) - {"tokenizer.json"})
+    assert sorted(os.listdir(partial)) == sorted(set(SRC_FILES) - {"tokenizer.json"})
 
 
 def test_allow_patterns_select_the_files_and_belong_to_the_revision(hub, tmp_path):
     result = fetch(hub, tmp_path / "models", allow_patterns=["*.json"])
-    assert sorted(os.listdir(result["path"])) == sorted([n for n in os.listdir(SRC) if n.endswith(".json")] + [STAMP])
-    assert {e["path"].rsplit("/", 1)[1] for e in gets(hub)} == {n for n in os.listdir(SRC) if n.endswith(".json")}
+    assert sorted(os.listdir(result["path"])) == sorted([n for n in SRC_FILES if n.endswith(".json")] + [STAMP])
+    assert {e["path"].rsplit("/", 1)[1] for e in gets(hub)} == {n for n in SRC_FILES if n.endswith(".json")}
     with pytest.raises(model_files_fetch.FetchError, match=r"allow_patterns \['\*\.json'\], not \[\]"):
         fetch(hub, tmp_path / "models")
     with pytest.raises(model_files_fetch.FetchError, match="select no file"):

@@ -3,9 +3,12 @@
 import json
 
 import pytest
+import yaml
 
 UNIT = "sglang"
 PORT = 30000
+with open(__file__.rsplit("/molecule/", 1)[0] + "/inventories/local/group_vars/all/sglang.yml", encoding="utf-8") as _fh:
+    LOCAL = yaml.safe_load(_fh)
 EXPECTED = json.load(
     open(
         __file__.rsplit("/molecule/", 1)[0]
@@ -36,9 +39,20 @@ def test_unit_runs_ml_env_python(host):
     assert link.linked_to.startswith("/root/ml-envs/")
 
 
+def test_model_is_the_stamped_revision_copied_from_shared_storage(host):
+    """The tiny model took the production path (model_files path source): its revision directory,
+    verified against the source's stamp, from the read-only "shared storage" /srv/models."""
+    revision = LOCAL["model_files_revision"]
+    stamp = json.loads(host.file(f"/data/models/tiny-qwen2/{revision}/.sglang-deploy-model.json").content_string)
+    assert stamp["revision"] == revision and stamp["repo"] == "sglang-deploy/tiny-qwen2"
+    assert stamp["source"] == "path:/srv/models/tiny-qwen2"
+    assert host.check_output("ls -A /data/models/tiny-qwen2").split() == [revision]
+
+
 def test_unit_file_one_flag_per_line(host):
     unit = host.check_output(f"systemctl cat {UNIT}")
-    assert "    --model-path /data/models/tiny-qwen2 \\" in unit
+    # the tiny model's revision directory, by its sha (model_files path source)
+    assert f"    --model-path /data/models/tiny-qwen2/{LOCAL['model_files_revision']} \\" in unit
     assert "    --device cpu \\" in unit
     assert "EnvironmentFile=/etc/sglang/sglang.env" in unit
     assert "LimitMEMLOCK=infinity" in unit

@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import ROOT, ask, figure, ip_of, playbook, playbook_command, sh, unit_state, unit_text  # noqa: E402
+from fleet import ROOT, TINY_MODEL, ask, figure, ip_of, playbook, playbook_command, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-rollout-1"]
 
@@ -42,7 +42,7 @@ def finished_records():
 def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     shutil.rmtree(RESULTS, ignore_errors=True)
     for h in HOSTS:  # config.json only: passes SGLang's parser, cannot load
-        sh(h, "mkdir -p /data/models/broken && cp /data/models/tiny-qwen2/config.json /data/models/broken/")
+        sh(h, f"mkdir -p /data/models/broken && cp {TINY_MODEL}/config.json /data/models/broken/")
     before = {h: unit_state(h) for h in HOSTS}
     unit_before = unit_text(CANARY)
     started = time.monotonic()
@@ -92,7 +92,7 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     with urllib.request.urlopen(f"http://{ip_of(CANARY)}:30000/server_info", timeout=30) as resp:
         info = json.loads(resp.read())
     assert info.get("max_running_requests") != 4 and info.get("schedule_policy") != "fastest"
-    assert info["model_path"] == "/data/models/tiny-qwen2"
+    assert info["model_path"] == TINY_MODEL
     for h in HOSTS[:2]:
         assert unit_state(h)[0] == before[h][0], f"{h} was restarted by a sweep of {CANARY}"
 

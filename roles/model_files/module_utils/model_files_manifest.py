@@ -23,6 +23,10 @@ top level of a model directory, skipping dot files, README and LICENSE. Its chec
 the manifest under that same key: ``--model-checksum <revision dir>/.sglang-deploy-model.json``
 makes the server verify the files against it when it loads them.
 
+* content revision: a 40-hex id of a directory's files (sha1 of the digest), for a checkpoint
+  that has no Hub commit (one trained or converted in-house, the project's tiny model): the same
+  files always give the same revision, so it names a revision directory like a commit sha does.
+
 * quick check: the stamp is readable, its digest matches its manifest, and every file is there
   with its recorded size. No file is read.
 * full verify: every file of the manifest hashed again; the names of the missing, resized or
@@ -93,6 +97,10 @@ def compute_manifest(directory, names=None, workers=4):
 
 def manifest_digest(files):
     return hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def content_revision(files):
+    return hashlib.sha1(manifest_digest(files).encode()).hexdigest()
 
 
 def total_bytes(files):
