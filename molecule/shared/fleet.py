@@ -29,12 +29,24 @@ def figure(text):
         fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {os.environ.get('MOLECULE_SCENARIO_NAME', '?')}: {text}\n")
 
 
+def scratch(prefix):
+    """A new directory for a test's files under .cache/test-tmp (git-ignored, removed with the
+    repository's other caches), not the controller's /tmp."""
+    base = ROOT / ".cache" / "test-tmp"
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+
+
 def local_vars(name):
     """The local profile's group_vars file inventories/local/group_vars/all/<name>.yml."""
     import yaml
 
     with open(ROOT / "inventories/local/group_vars/all" / f"{name}.yml", encoding="utf-8") as fh:
         return yaml.safe_load(fh)
+
+
+# the local profile's model directory: /data/models/tiny-qwen2/<revision> (inventories/local)
+TINY_MODEL = local_vars("sglang")["sglang_server_args"]["model-path"]
 
 
 def sh(host, cmd):
@@ -63,6 +75,12 @@ def stops_since(host, epoch):
             took.append(float(stamp) - begun)
             begun = None
     return took
+
+
+def controller_address(host):
+    """The controller as `host` sees it: the gateway of the host's default route."""
+    route = sh(host, "ip -4 route show default").split()
+    return route[route.index("via") + 1]
 
 
 def ip_of(host):
@@ -225,7 +243,7 @@ def playbook_command(path: str, extra: dict, args=(), timed=False):
         "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
         "ANSIBLE_NOCOLOR": "1",
     })
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=scratch("extra-vars-")) as fh:
         json.dump(extra, fh)
     inventory = os.environ["MOLECULE_INVENTORY_FILE"]
     return [str(BIN / "ansible-playbook"), "-i", inventory, str(ROOT / path), "-e", f"@{fh.name}", *args], env

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "hub"))
 import hub_layout  # noqa: E402
-from fleet import figure, playbook, sh  # noqa: E402
+from fleet import controller_address, figure, playbook, sh  # noqa: E402
 from hub_endpoint import HubEndpoint  # noqa: E402
 
 testinfra_hosts = ["molecule-sglang-1"]
@@ -28,17 +28,11 @@ NAME = "tiny-qwen2"
 WEIGHTS = "model.safetensors"
 
 
-def controller_address():
-    """The controller as the host sees it: the gateway of the host's default route."""
-    route = sh(HOST, "ip -4 route show default").split()
-    return route[route.index("via") + 1]
-
-
 @pytest.fixture(name="hub", scope="module")
 def fixture_hub(tmp_path_factory):
     endpoint = HubEndpoint(str(tmp_path_factory.mktemp("hub")), host="0.0.0.0").start()
     endpoint.sha = hub_layout.lay_out(hub_layout.TINY_QWEN2, endpoint.root)
-    endpoint.host_url = f"http://{controller_address()}:{endpoint.server.server_address[1]}"
+    endpoint.host_url = f"http://{controller_address(HOST)}:{endpoint.server.server_address[1]}"
     yield endpoint
     endpoint.stop()
 
@@ -120,7 +114,7 @@ def test_d_refusals_name_the_figures_and_the_variable(hub):
 def test_e_an_old_revision_stays_while_in_use_and_goes_when_nothing_uses_it(hub, tmp_path):
     """A second revision fetched with model_files_keep_revisions 0: the first stays while a unit
     names it (a unit file of the test's own, model_files_server_unit), and is removed by the next
-    run, when nothing names it (the scenario's real unit serves /data/models/tiny-qwen2, no
+    run, when nothing names it (the scenario's real unit serves /data/models/tiny-qwen2/<sha>, no
     release records this root). Protection by recorded releases: tests/unit/test_model_files_prune_plan.py."""
     src = tmp_path / "tiny-qwen2-r2"
     shutil.copytree(hub_layout.TINY_QWEN2, src)

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import Prober, ask, figure, ip_of, local_vars, playbook, sh, unit_state, unit_text  # noqa: E402
+from fleet import Prober, ask, figure, ip_of, local_vars, playbook, scratch, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-mlenv-1"]
 HOST = "molecule-mlenv-1"
 SPEC = local_vars("ml_env")
-LOCKS = Path(tempfile.mkdtemp(prefix="ml-env-locks-"))
+LOCKS = scratch("ml-env-locks-")
 STATE = {}
 
 
@@ -151,7 +150,7 @@ def test_7_unchanged_spec_installs_nothing():
 
 def prune_playbook() -> str:
     """A playbook that runs only ml_env's prune (no install: reuses the generations there)."""
-    path = Path(tempfile.mkdtemp(prefix="ml-env-prune-")) / "prune.yml"
+    path = scratch("ml-env-prune-") / "prune.yml"
     path.write_text(json.dumps([{
         "name": "Prune the ml_env generations", "hosts": HOST, "gather_facts": False,
         "tasks": [{"name": "Prune", "ansible.builtin.include_role": {"name": "ml_env", "tasks_from": "prune"}}],
@@ -181,6 +180,26 @@ def test_8_prune_leaves_a_directory_that_is_not_a_generation():
         assert unit_state(HOST)[0] == pid
     finally:
         sh(HOST, f"rm -rf {fake}")
+
+
+def test_8b_a_pruned_generation_takes_its_compile_caches_with_it():
+    """An old finished generation nothing records (the oldest, beyond the keep count) is removed,
+    and so is its compile cache directory /var/cache/sglang/<generation>; the serving
+    generation's cache directory stays."""
+    old = "000000000000-pruned-test"
+    serving = Path(STATE["gen1"]).name
+    sh(HOST, f"mkdir -p /root/ml-envs/{old} /var/cache/sglang/{old}/triton && echo '{{}}' > /root/ml-envs/{old}/ml-env-generation.json"
+             f" && echo kernel > /var/cache/sglang/{old}/triton/k && touch -d 2000-01-01 /root/ml-envs/{old}/ml-env-generation.json")
+    try:
+        gens = finished_generations()
+        unprotected = [g for g in gens if f"/root/ml-envs/{g}" not in (STATE["gen1"], STATE["gen2"]) and g != old]
+        _, out, _ = playbook(prune_playbook(), {"ml_env_keep_generations": len(unprotected)})
+        assert old not in finished_generations(), out[-3000:]
+        assert sh(HOST, f"test -e /var/cache/sglang/{old} && echo present || echo absent") == "absent", out[-3000:]
+        assert sh(HOST, f"test -d /var/cache/sglang/{serving} && echo present") == "present"
+        assert sorted(finished_generations()) == sorted(g for g in gens if g != old)
+    finally:
+        sh(HOST, f"rm -rf /root/ml-envs/{old} /var/cache/sglang/{old}")
 
 
 def test_9_a_rollback_to_a_release_whose_generation_is_gone_is_refused():

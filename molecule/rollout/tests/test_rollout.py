@@ -15,7 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
 from fleet import (  # noqa: E402
-    ROOT, Prober, Router, ask, batches, figure, ip_of, local_vars, playbook, sh, stops_since, unit_state, unit_text,
+    ROOT, TINY_MODEL, Prober, Router, ask, batches, controller_address, figure, ip_of, local_vars, playbook, sh,
+    stops_since, unit_state, unit_text,
 )
 
 testinfra_hosts = ["molecule-rollout-1"]
@@ -35,6 +36,23 @@ def starts_since(host, epoch):
     """How many times systemd started the unit since `epoch` (seconds, host clock)."""
     out = sh(host, f"journalctl -u sglang --since @{int(epoch)} --no-pager -o cat | grep -c '^Started ' || true")
     return int(out or 0)
+
+
+def assert_one_at_a_time(hosts, probe, after):
+    """Restarts in inventory order, each host serving again before the next one stops, and never
+    more than one of the probed hosts down; returns ({host: sample times it was down}, fewest
+    answering at once)."""
+    down = {h: [t for t, r in probe.samples if not r[h]] for h in hosts}
+    for h in hosts:
+        assert down[h], f"the probe never saw {h} restart: sample period too coarse?"
+    for first, second in zip(hosts, hosts[1:]):
+        ready_first = min(t for t, r in probe.samples if t > max(down[first]) and r[first])
+        assert after[second][1] > ready_first, (
+            f"{second} restarted at {after[second][1]:.1f} before {first} served again at {ready_first:.1f}"
+        )
+    worst = min(sum(r.values()) for _, r in probe.samples)
+    assert worst >= len(probe.samples[0][1]) - 1, f"at some moment only {worst} of {len(probe.samples[0][1])} hosts answered"
+    return down, worst
 
 
 def test_0_misspelt_flag_fails_before_any_restart():
@@ -63,17 +81,7 @@ def test_1_valid_change_rolls_one_host_at_a_time():
         assert starts_since(h, since) == 1, f"{h} was started more than once"
         assert "--max-total-tokens 8192" in unit_text(h)
         assert ask(ip_of(h)) == "OK"
-    # restarts in inventory order, each host serving again before the next one stops
-    down = {h: [t for t, r in probe.samples if not r[h]] for h in HOSTS}
-    for h in HOSTS:
-        assert down[h], f"the probe never saw {h} restart: sample period too coarse?"
-    for first, second in zip(HOSTS, HOSTS[1:]):
-        ready_first = min(t for t, r in probe.samples if t > max(down[first]) and r[first])
-        assert after[second][1] > ready_first, (
-            f"{second} restarted at {after[second][1]:.1f} before {first} served again at {ready_first:.1f}"
-        )
-    worst = min(sum(r.values()) for _, r in probe.samples)
-    assert worst >= 2, f"at some moment only {worst} of 3 hosts answered"
+    down, worst = assert_one_at_a_time(HOSTS, probe, after)
     figure(f"probe samples: {len(probe.samples)}; fewest hosts answering at once: {worst}")
     stops = [stops_since(h, since) for h in HOSTS]
     assert all(len(s) == 1 for s in stops), f"expected one stop per host in the journal: {stops}"
@@ -124,14 +132,14 @@ def test_2_gate_failure_stops_after_first_host_and_restores_it():
 
 def test_3_crash_at_start_stops_after_first_host_and_restores_it():
     for h in HOSTS:  # a model directory that passes validation (config.json) but cannot load
-        sh(h, "mkdir -p /data/models/broken && cp /data/models/tiny-qwen2/config.json /data/models/broken/")
+        sh(h, f"mkdir -p /data/models/broken && cp {TINY_MODEL}/config.json /data/models/broken/")
     before = {h: unit_state(h) for h in HOSTS}
     args = dict(BASE_ARGS, **{"max-total-tokens": 8192, "model-path": "/data/models/broken"})
-    rc, out, _ = deploy({"sglang_server_args": args, "model_files_src": ""}, expect_rc=None)
+    rc, out, _ = deploy({"sglang_server_args": args, "model_files_source": ""}, expect_rc=None)
     assert rc != 0
     assert "exited while starting" in out, "the crash was not reported from the unit's start"
     first = HOSTS[0]
-    assert "--model-path /data/models/tiny-qwen2" in unit_text(first)
+    assert f"--model-path {TINY_MODEL}" in unit_text(first)
     assert ask(ip_of(first)) == "OK"
     for h in HOSTS[1:]:
         assert unit_state(h)[0] == before[h][0], f"{h} was restarted although host 1 failed"
@@ -289,3 +297,66 @@ def test_8_router_that_does_not_answer_stops_the_rollout_before_anything_changes
         assert (unit_state(h)[0], unit_text(h)) == before[h], f"{h} changed although the router never answered"
         assert ask(ip_of(h)) == "OK"
     figure(f"router not answering: deploy.yml stopped after {took:.0f} s, no host changed")
+
+
+def test_9_a_new_model_revision_is_fetched_once_rolls_host_by_host_and_rolls_back(tmp_path):
+    """A second revision of the tiny model, served by tests/hub/hub_endpoint.py on the controller (a
+    local endpoint in the Hub's HTTP layout, so the real huggingface_hub client runs offline).
+    Two hosts take it through model_files_shared_root (/srv/fleet-store, a directory of the
+    controller all three hosts mount read-write, as they would an NFS export): the first host asks
+    the endpoint, once, and both copy it from the shared storage. The change of model-path rolls
+    host by host (the third host, not selected, serves throughout); rollback.yml returns both to
+    the previous revision, which no run removed, and the new revision stays on disk while a
+    recorded release names it."""
+    import json
+    import shutil as sh_util
+
+    sys.path.insert(0, str(ROOT / "tests" / "hub"))
+    import hub_layout
+    from hub_endpoint import HubEndpoint
+
+    pair, other = HOSTS[:2], HOSTS[2]
+    src = tmp_path / "tiny-qwen2-r2"
+    sh_util.copytree(hub_layout.TINY_QWEN2, src)
+    (src / "NOTES.md").write_text("revision 2 of the tiny model\n", encoding="utf-8")
+    old_dir, name = TINY_MODEL, "tiny-qwen2"
+    hub = HubEndpoint(str(tmp_path / "hub"), host="0.0.0.0").start()
+    try:
+        sha = hub_layout.lay_out(str(src), hub.root)
+        new_dir = f"/data/models/{name}/{sha}"
+        url = f"http://{controller_address(pair[0])}:{hub.server.server_address[1]}"
+        model = {"model_files_source": "hub", "model_files_repo_id": hub_layout.TINY_QWEN2_REPO,
+                 "model_files_revision": sha, "model_files_endpoint": url,
+                 "model_files_shared_root": "/srv/fleet-store", "model_files_keep_revisions": 0}
+        before = {h: unit_state(h) for h in HOSTS}
+        with Prober(HOSTS) as probe:
+            _, out, took = deploy(dict(model, sglang_server_args=dict(BASE_ARGS, **{"model-path": new_dir})),
+                                  args=("-l", ",".join(pair)))
+        resolved = [e["path"] for e in hub.requests("GET") if "/resolve/" in e["path"]]
+    finally:
+        hub.stop()
+    files = hub_layout.list_files(str(src))
+    assert sorted(p.rsplit("/", 1)[-1] for p in resolved) == sorted(files), resolved  # each file once
+    after = {h: unit_state(h) for h in HOSTS}
+    for h in pair:
+        stamp = json.loads(sh(h, f"cat {new_dir}/.sglang-deploy-model.json"))
+        assert stamp["revision"] == sha and stamp["source"] == f"path:/srv/fleet-store/{name}/{sha}", stamp
+        assert f"--model-path {new_dir}" in unit_text(h) and ask(ip_of(h)) == "OK"
+        # keep 0: the old revision stayed (the unit named it, a recorded release loads it)
+        assert sorted(sh(h, f"ls /data/models/{name}").split()) == sorted([old_dir.rsplit("/", 1)[-1], sha])
+    assert_one_at_a_time(pair, probe, after)
+    assert after[other] == before[other] and f"--model-path {old_dir}" in unit_text(other)
+    assert sh(other, f"test -e {new_dir} && echo present || echo absent") == "absent"
+    figure(f"model revision change over 2 hosts (one Hub download to shared storage, copied by both, "
+           f"rolled one host at a time): {took:.0f} s; Hub endpoint asked for each of {len(files)} files once")
+
+    _, out, took = playbook("playbooks/rollback.yml", {}, args=("-l", ",".join(pair)))
+    for h in pair:
+        assert f"--model-path {old_dir}" in unit_text(h) and ask(ip_of(h)) == "OK", out[-3000:]
+    # the model files alone, keep 0, on the inventory's revision: the new revision is neither put in
+    # place nor named by the unit any more; only the release rolled back from still names it
+    _, out, _ = deploy({"model_files_keep_revisions": 0}, args=("-l", ",".join(pair), "--tags", "model_files"))
+    for h in pair:
+        assert sorted(sh(h, f"ls /data/models/{name}").split()) == sorted([old_dir.rsplit("/", 1)[-1], sha]), out[-3000:]
+    assert "TASK [model_files : Choose the revisions of this model that nothing uses" in out, out[-3000:]
+    figure(f"rollback.yml of the model revision change over 2 hosts: {took:.0f} s")

@@ -12,7 +12,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -21,7 +20,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import ask, figure, ip_of, playbook, sh  # noqa: E402
+from fleet import ask, figure, ip_of, playbook, scratch, sh  # noqa: E402
 
 testinfra_hosts = ["molecule-rollout-1"]
 
@@ -64,7 +63,7 @@ def down_alerts(host):
 def test_prometheus_scrapes_the_fleet_and_alerts_on_a_stopped_server():
     assert shutil.which("prometheus"), "Debian's prometheus package is missing (scripts/bootstrap.sh installs it)"
     ips = {h: ip_of(h) for h in HOSTS}
-    work = Path(tempfile.mkdtemp(prefix="sglang-monitoring-"))
+    work = scratch("sglang-monitoring-")
     playbook("playbooks/monitoring.yml", {
         "sglang_monitoring_output_dir": str(work / "out"),
         # Prometheus runs on the controller: it reaches each container at its bridge address
