@@ -7,10 +7,14 @@ rollout runs, and reads unit state with `docker exec`.
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
@@ -233,18 +237,58 @@ def assert_router_served_throughout(router, final):
         f"{len(failed)} of {len(router.requests)} requests through the router failed: {failed[:5]}")
 
 
-def test_6_router_drains_each_host_while_it_restarts():
+@pytest.fixture(name="revision2", scope="module")
+def fixture_revision2(tmp_path_factory):
+    """A second revision of the tiny model (a NOTES.md added), served by tests/hub/hub_endpoint.py
+    on the controller: a local endpoint in the Hub's HTTP layout, so the real huggingface_hub
+    client runs offline; the endpoint only serves files."""
+    sys.path.insert(0, str(ROOT / "tests" / "hub"))
+    import hub_layout
+    from hub_endpoint import HubEndpoint
+
+    src = tmp_path_factory.mktemp("revision2") / "tiny-qwen2"
+    shutil.copytree(hub_layout.TINY_QWEN2, src)
+    (src / "NOTES.md").write_text("revision 2 of the tiny model\n", encoding="utf-8")
+    hub = HubEndpoint(str(tmp_path_factory.mktemp("hub")), host="0.0.0.0").start()
+    sha = hub_layout.lay_out(str(src), hub.root)
+    url = f"http://{controller_address(HOSTS[0])}:{hub.server.server_address[1]}"
+    yield {"hub": hub, "sha": sha, "dir": f"/data/models/tiny-qwen2/{sha}", "files": hub_layout.list_files(str(src)),
+           "vars": {"model_files_source": "hub", "model_files_repo_id": hub_layout.TINY_QWEN2_REPO,
+                    "model_files_revision": sha, "model_files_endpoint": url,
+                    "model_files_shared_root": "/srv/fleet-store", "model_files_keep_revisions": 0}}
+    hub.stop()
+
+
+def revisions(host):
+    return sorted(sh(host, "ls /data/models/tiny-qwen2").split())
+
+
+def test_6_router_drains_each_host_while_it_restarts(revision2):
+    """The change is a new model revision (and a flag): one Hub download for the fleet, into
+    /srv/fleet-store (model_files_shared_root: a directory of the controller all three hosts
+    mount read-write, as they would an NFS export), copied from there by every host and checked
+    against its stamp; then the model-path change rolls one host at a time behind the router."""
     before = {h: unit_state(h)[0] for h in HOSTS}
-    args = dict(BASE_ARGS, **{"max-total-tokens": 6144})
+    new_dir, old = revision2["dir"], TINY_MODEL.rsplit("/", 1)[-1]
+    args = dict(BASE_ARGS, **{"max-total-tokens": 6144, "model-path": new_dir})
     with Router(HOSTS) as router:
         router.start_probing()
         with Prober(HOSTS) as probe:
-            _, out, took = deploy({"sglang_server_args": args, **router_extra(router)})
+            _, out, took = deploy({"sglang_server_args": args, **revision2["vars"], **router_extra(router)})
         time.sleep(1)
         final = router.listing()
+    resolved = [e["path"].rsplit("/", 1)[-1] for e in revision2["hub"].requests("GET") if "/resolve/" in e["path"]]
+    assert sorted(resolved) == sorted(revision2["files"]), resolved  # the endpoint asked once per file
+    after = {h: unit_state(h) for h in HOSTS}
     for h in HOSTS:
-        assert unit_state(h)[0] != before[h], f"{h} was not restarted"
-        assert "--max-total-tokens 6144" in unit_text(h)
+        assert after[h][0] != before[h], f"{h} was not restarted"
+        assert "--max-total-tokens 6144" in unit_text(h) and f"--model-path {new_dir}" in unit_text(h)
+        stamp = json.loads(sh(h, f"cat {new_dir}/.sglang-deploy-model.json"))
+        assert stamp["revision"] == revision2["sha"], stamp
+        assert stamp["source"] == f"path:/srv/fleet-store/tiny-qwen2/{revision2['sha']}", stamp
+        # keep 0: the old revision stayed (the unit named it, a recorded release loads it)
+        assert revisions(h) == sorted([old, revision2["sha"]])
+    assert_one_at_a_time(HOSTS, probe, after)
     assert_router_served_throughout(router, final)
     for h in HOSTS:
         down = [t for t, r in probe.samples if not r[h]]
@@ -254,7 +298,9 @@ def test_6_router_drains_each_host_while_it_restarts():
         assert all(router.workers[h] not in listed for listed in during), (
             f"the router listed {h} while its server was not answering")
     figure(f"rollout behind sglang-router: {len(router.requests)} requests through the router during "
-           f"{took:.0f} s, {len(router.failed())} failed; each host out of the router while it restarted")
+           f"{took:.0f} s, {len(router.failed())} failed; each host out of the router while it restarted; the change "
+           f"was a new model revision: the Hub endpoint asked once for each of its {len(resolved)} files, every host "
+           f"copied it from the shared storage")
 
 
 def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router():
@@ -299,64 +345,19 @@ def test_8_router_that_does_not_answer_stops_the_rollout_before_anything_changes
     figure(f"router not answering: deploy.yml stopped after {took:.0f} s, no host changed")
 
 
-def test_9_a_new_model_revision_is_fetched_once_rolls_host_by_host_and_rolls_back(tmp_path):
-    """A second revision of the tiny model, served by tests/hub/hub_endpoint.py on the controller (a
-    local endpoint in the Hub's HTTP layout, so the real huggingface_hub client runs offline).
-    Two hosts take it through model_files_shared_root (/srv/fleet-store, a directory of the
-    controller all three hosts mount read-write, as they would an NFS export): the first host asks
-    the endpoint, once, and both copy it from the shared storage. The change of model-path rolls
-    host by host (the third host, not selected, serves throughout); rollback.yml returns both to
-    the previous revision, which no run removed, and the new revision stays on disk while a
-    recorded release names it."""
-    import json
-    import shutil as sh_util
-
-    sys.path.insert(0, str(ROOT / "tests" / "hub"))
-    import hub_layout
-    from hub_endpoint import HubEndpoint
-
-    pair, other = HOSTS[:2], HOSTS[2]
-    src = tmp_path / "tiny-qwen2-r2"
-    sh_util.copytree(hub_layout.TINY_QWEN2, src)
-    (src / "NOTES.md").write_text("revision 2 of the tiny model\n", encoding="utf-8")
-    old_dir, name = TINY_MODEL, "tiny-qwen2"
-    hub = HubEndpoint(str(tmp_path / "hub"), host="0.0.0.0").start()
-    try:
-        sha = hub_layout.lay_out(str(src), hub.root)
-        new_dir = f"/data/models/{name}/{sha}"
-        url = f"http://{controller_address(pair[0])}:{hub.server.server_address[1]}"
-        model = {"model_files_source": "hub", "model_files_repo_id": hub_layout.TINY_QWEN2_REPO,
-                 "model_files_revision": sha, "model_files_endpoint": url,
-                 "model_files_shared_root": "/srv/fleet-store", "model_files_keep_revisions": 0}
-        before = {h: unit_state(h) for h in HOSTS}
-        with Prober(HOSTS) as probe:
-            _, out, took = deploy(dict(model, sglang_server_args=dict(BASE_ARGS, **{"model-path": new_dir})),
-                                  args=("-l", ",".join(pair)))
-        resolved = [e["path"] for e in hub.requests("GET") if "/resolve/" in e["path"]]
-    finally:
-        hub.stop()
-    files = hub_layout.list_files(str(src))
-    assert sorted(p.rsplit("/", 1)[-1] for p in resolved) == sorted(files), resolved  # each file once
-    after = {h: unit_state(h) for h in HOSTS}
-    for h in pair:
-        stamp = json.loads(sh(h, f"cat {new_dir}/.sglang-deploy-model.json"))
-        assert stamp["revision"] == sha and stamp["source"] == f"path:/srv/fleet-store/{name}/{sha}", stamp
-        assert f"--model-path {new_dir}" in unit_text(h) and ask(ip_of(h)) == "OK"
-        # keep 0: the old revision stayed (the unit named it, a recorded release loads it)
-        assert sorted(sh(h, f"ls /data/models/{name}").split()) == sorted([old_dir.rsplit("/", 1)[-1], sha])
-    assert_one_at_a_time(pair, probe, after)
-    assert after[other] == before[other] and f"--model-path {old_dir}" in unit_text(other)
-    assert sh(other, f"test -e {new_dir} && echo present || echo absent") == "absent"
-    figure(f"model revision change over 2 hosts (one Hub download to shared storage, copied by both, "
-           f"rolled one host at a time): {took:.0f} s; Hub endpoint asked for each of {len(files)} files once")
-
+def test_9_rollback_returns_to_the_previous_model_revision_which_stays_while_a_release_names_it(revision2):
+    """After test 6's model revision change (test 7 restored host 1 to it, test 8 changed
+    nothing), rollback.yml puts hosts 1 and 2 back on the release before it, with the previous
+    revision, which no run removed; the third host keeps serving the new one. A model_files run
+    with keep 0 then removes nothing: the new revision is neither put in place nor named by the
+    unit of the rolled-back hosts, but the release rolled back from still names it."""
+    pair, old = HOSTS[:2], TINY_MODEL.rsplit("/", 1)[-1]
     _, out, took = playbook("playbooks/rollback.yml", {}, args=("-l", ",".join(pair)))
     for h in pair:
-        assert f"--model-path {old_dir}" in unit_text(h) and ask(ip_of(h)) == "OK", out[-3000:]
-    # the model files alone, keep 0, on the inventory's revision: the new revision is neither put in
-    # place nor named by the unit any more; only the release rolled back from still names it
+        assert f"--model-path {TINY_MODEL} " in unit_text(h) and ask(ip_of(h)) == "OK", out[-3000:]
+    assert f"--model-path {revision2['dir']}" in unit_text(HOSTS[2]) and ask(ip_of(HOSTS[2])) == "OK"
     _, out, _ = deploy({"model_files_keep_revisions": 0}, args=("-l", ",".join(pair), "--tags", "model_files"))
-    for h in pair:
-        assert sorted(sh(h, f"ls /data/models/{name}").split()) == sorted([old_dir.rsplit("/", 1)[-1], sha]), out[-3000:]
     assert "TASK [model_files : Choose the revisions of this model that nothing uses" in out, out[-3000:]
+    for h in pair:
+        assert revisions(h) == sorted([old, revision2["sha"]]), out[-3000:]
     figure(f"rollback.yml of the model revision change over 2 hosts: {took:.0f} s")
