@@ -69,3 +69,18 @@ def test_a_unit_naming_a_longer_path_does_not_protect_its_prefix(tmp_path):
 def test_the_module_refuses_a_root_of_slash(run_module):
     out = run_module(prune, {"root": "/", "name": "m", "keep": 1})
     assert out["failed"] is True and "model_files_root" in out["msg"]
+
+
+def test_on_shared_storage_a_revision_a_host_names_stays_and_the_reason_names_the_variable(tmp_path):
+    """The shared storage's plan: no unit, no releases; what a host of the inventory names
+    (in_use) stays, and the newest others kept are counted by model_files_shared_keep_revisions."""
+    model_dir = tmp_path / "m"
+    paths = [revision(model_dir, sha, age=1000 - 100 * n) for n, sha in enumerate(SHAS)]  # SHAS[-1] newest
+    remove, kept = prune.plan(str(tmp_path), "m", keep=1, protect=[paths[4]], release_fact="", in_use=[paths[0]],
+                              keep_variable="model_files_shared_keep_revisions")
+    assert remove == [paths[2], paths[1]]
+    assert kept[paths[0]] == "named by a host of the inventory (model_files_revision)"
+    assert kept[paths[4]] == "put in place by this run"
+    assert kept[paths[3]] == "one of the 1 newest other revisions (model_files_shared_keep_revisions)"
+    remove, _ = prune.plan(str(tmp_path), "m", keep=0, protect=[paths[4]], release_fact="")
+    assert remove == [paths[3], paths[2], paths[1], paths[0]]

@@ -8,6 +8,7 @@ not touched."""
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 import shutil
@@ -19,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "hub"))
 import hub_layout  # noqa: E402
-from fleet import controller_address, figure, playbook, sh  # noqa: E402
+from fleet import controller_address, figure, playbook, scratch, sh  # noqa: E402
 from hub_endpoint import HubEndpoint  # noqa: E402
 
 testinfra_hosts = ["molecule-sglang-1"]
@@ -38,12 +39,13 @@ def fixture_hub(tmp_path_factory):
     endpoint.stop()
 
 
-def fetch(hub, expect_rc=0, root=ROOT, **extra):
+def fetch(hub, expect_rc=0, root=ROOT, args=(), **extra):
     variables = {"model_files_source": "hub", "model_files_src": "", "model_files_repo_id": hub_layout.TINY_QWEN2_REPO,
                  "model_files_revision": hub.sha, "model_files_endpoint": hub.host_url, "model_files_root": root,
                  "model_files_dest": f"{root}/{NAME}/{hub.sha}"}
     variables.update(extra)
-    rc, out, took = playbook("molecule/default/model_fetch.yml", variables, expect_rc)
+    variables = {k: v for k, v in variables.items() if v is not None}  # None: from the inventory
+    rc, out, took = playbook("molecule/default/model_fetch.yml", variables, expect_rc, args=args)
     recap = [line for line in out.splitlines() if line.startswith(HOST) and "changed=" in line]
     changed = int(recap[-1].split("changed=")[1].split()[0]) if recap else None
     return changed, out, took
@@ -160,3 +162,36 @@ def test_f_a_transfer_cut_mid_way_resumes_with_a_range_request(hub, tmp_path):
         assert sha256_host(f"{ROOT}/big-weights/{sha}/{WEIGHTS}") == hashlib.sha256((src / WEIGHTS).read_bytes()).hexdigest()
     finally:
         sh(HOST, f"rm -rf {ROOT}/big-weights")
+
+
+def test_g_the_shared_storage_keeps_what_a_host_names_and_drops_what_none_does(hub, tmp_path):
+    """One download per fleet on one host (model_files_shared_root, model_files_shared_keep_revisions
+    0): after a second revision the first stays on the shared storage while a host of the inventory
+    names it (a host outside the play, from a second inventory file that also gives the scenario's
+    host its new revision: an extra variable would name it for every host), and goes on the next
+    run, when no host names it. The host's local copy of the new revision is whole."""
+    shared, local = "/data/models-shared", "/data/models-local"
+    src = tmp_path / "tiny-qwen2-r3"
+    shutil.copytree(hub_layout.TINY_QWEN2, src)
+    (src / "NOTES.md").write_text("revision 3 of the tiny model\n")
+    sha3 = hub_layout.lay_out(str(src), hub.root)
+    other = scratch("inventory-") / "outside-the-play.yml"
+    other.write_text(json.dumps({"all": {"hosts": {
+        HOST: {"model_files_revision": sha3, "model_files_dest": f"{local}/{NAME}/{sha3}"},
+        "outside-the-play": {"ansible_connection": "local", "model_files_revision": hub.sha}}}}))
+    common = {"root": local, "model_files_shared_root": shared, "model_files_shared_keep_revisions": 0}
+    new = {"model_files_revision": sha3, "model_files_dest": f"{local}/{NAME}/{sha3}"}
+    try:
+        changed, out, _ = fetch(hub, **common)  # the shared copy, then the host's
+        assert changed == 2, out[-3000:]
+        assert sh(HOST, f"ls {shared}/{NAME}").split() == [hub.sha]
+        changed, out, _ = fetch(hub, args=("-i", str(other)), model_files_revision=None, model_files_dest=None,
+                                **common)
+        assert changed == 2, out[-3000:]
+        assert sh(HOST, f"ls {shared}/{NAME}").split() == sorted([hub.sha, sha3]), out[-3000:]
+        changed, out, _ = fetch(hub, **common, **new)  # both copies in place: only the removal
+        assert changed == 1 and "Remove the revisions on the shared storage that no host names" in out, out[-3000:]
+        assert sh(HOST, f"ls {shared}/{NAME}").split() == [sha3]
+        assert sha256_host(f"{local}/{NAME}/{sha3}/{WEIGHTS}") == sha256_local(WEIGHTS)
+    finally:
+        sh(HOST, f"rm -rf {shared} {local}")

@@ -22,9 +22,15 @@ options:
   name: {description: The model's directory name under I(root), type: str, required: true}
   keep: {description: Unprotected revisions kept besides the protected ones, type: int, required: true}
   protect: {description: More revision paths never to remove, type: list, elements: str, default: []}
+  in_use:
+    description: Revision paths never to remove because a host of the inventory names them (model_files_revision).
+    type: list
+    elements: str
+    default: []
   unit_path: {description: "The server's unit; a revision its text names is in use.", type: path}
   release_fact: {description: "sglang_release's index; missing or unreadable: protects nothing more.", type: path}
   release_dir: {description: "sglang_release's release directory.", type: path}
+  keep_variable: {description: The variable that set I(keep), named in the reasons, type: str, default: model_files_keep_revisions}
 author: sglang-deploy
 """
 
@@ -51,7 +57,8 @@ from ansible.module_utils.sglang_release_state import RELEASE_DIR, protected_mod
 SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
-def protected_revisions(model_dir, protect=(), unit_path=None, release_fact=None, release_dir=RELEASE_DIR):
+def protected_revisions(model_dir, protect=(), unit_path=None, release_fact=None, release_dir=RELEASE_DIR,
+                        in_use=()):
     """{realpath: reason} of every revision under model_dir that must never be removed."""
     found = {}
 
@@ -61,6 +68,8 @@ def protected_revisions(model_dir, protect=(), unit_path=None, release_fact=None
 
     for path in protect:
         add(path, "put in place by this run")
+    for path in in_use:
+        add(path, "named by a host of the inventory (model_files_revision)")
     unit = ""
     if unit_path:
         try:
@@ -79,19 +88,22 @@ def protected_revisions(model_dir, protect=(), unit_path=None, release_fact=None
     return found
 
 
-def plan(root, name, keep, protect=(), unit_path=None, release_fact=None, release_dir=RELEASE_DIR):
+def plan(root, name, keep, protect=(), unit_path=None, release_fact=None, release_dir=RELEASE_DIR, in_use=(),
+         keep_variable="model_files_keep_revisions"):
     """(remove, kept) for the revisions of root/name."""
     model_dir = os.path.join(root, name)
-    protected = protected_revisions(model_dir, protect, unit_path, release_fact, release_dir)
+    protected = protected_revisions(model_dir, protect, unit_path, release_fact, release_dir, in_use)
     return choose(model_dir, STAMP, keep, protected,
-                  "one of the %d newest other revisions (model_files_keep_revisions)" % keep,
+                  "one of the %d newest other revisions (%s)" % (keep, keep_variable),
                   skip=lambda entry: None if SHA.match(entry) else "not a revision (a partial download, or not ours)",
                   unfinished="not a verified revision")
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(PLAN_OPTIONS, name=dict(type="str", required=True), unit_path=dict(type="path")),
+        argument_spec=dict(PLAN_OPTIONS, name=dict(type="str", required=True), unit_path=dict(type="path"),
+                           in_use=dict(type="list", elements="str", default=[]),
+                           keep_variable=dict(type="str", default="model_files_keep_revisions")),
         supports_check_mode=True,
     )
     p = module.params
@@ -99,7 +111,7 @@ def main():
         module.fail_json(msg="model_files_prune_plan: root=%r must be an absolute path other than / and "
                              "name=%r one directory name (model_files_root, model_files_name)" % (p["root"], p["name"]))
     remove, kept = plan(p["root"], p["name"], p["keep"], [x for x in p["protect"] if x], p["unit_path"],
-                        p["release_fact"], p["release_dir"])
+                        p["release_fact"], p["release_dir"], [x for x in p["in_use"] if x], p["keep_variable"])
     module.exit_json(changed=False, remove=remove, kept=kept,
                      msg="under %s/%s: %d revision(s) to remove, %d kept" % (p["root"], p["name"], len(remove), len(kept)))
 
