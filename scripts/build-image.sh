@@ -24,6 +24,12 @@ else
     exit 1
   fi
   rm -rf "$WORK"/rootfs/var/cache/apt/archives/*.deb "$WORK"/rootfs/var/lib/apt/lists/* "$WORK/rootfs/etc/hostname"
+  # No package lists, so the apt state must not claim a fresh cache: Ansible's apt module takes
+  # the lists directory's mtime as the last `apt-get update` when no update stamp exists, and
+  # with the build time there `cache_valid_time` skipped the update for an hour after every
+  # build (no package found on a just-built host). The epoch says "never updated".
+  rm -f "$WORK/rootfs/var/lib/apt/periodic/update-success-stamp"
+  touch -d @0 "$WORK/rootfs/var/lib/apt/lists"
   : >"$WORK/rootfs/etc/machine-id"   # empty: systemd makes a fresh id per container
   # units that make no sense in a container and slow its boot
   for u in systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service \
