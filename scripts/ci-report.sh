@@ -6,6 +6,7 @@ log=${1:?usage: ci-report.sh LOG}
 root=$(cd "$(dirname "$0")/.." && pwd)
 echo "=== ci report"
 grep -E '^=== molecule .* took' "$log" || echo "(no Molecule scenario finished)"
+grep -E '^=== make demo took' "$log" || echo "(make demo did not run: make test failed first, or it was stopped)"
 grep -E '^=== molecule test -s' "$log" | tail -n 1 | sed 's/^=== /last started: /'
 grep -E '::[^ ]+ (FAILED|ERROR)|^(FAILED|ERROR) [^-]|CRITICAL|^make: \*\*\*' "$log" | tail -n 15 || true
 echo "--- disk"
