@@ -35,6 +35,9 @@ __metaclass__ = type
 RELEASE_DIR = "/var/lib/sglang-deploy/releases"
 FACT = "/etc/ansible/facts.d/sglang_release.fact"
 RELEASE_FILE = "release.json"
+# the release's quality reference (roles/sglang_verify, docs/quality-gate.md): it follows the
+# release through restores and goes with its directory
+QUALITY_FILE = "quality.json"
 SLOTS = ("current", "previous")
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # sglang_server writes the generation into the environment file as SGLANG_DEPLOY_ML_ENV="<name>"
@@ -161,6 +164,19 @@ def resolve(release_dir, fact, target):
     return {"id": rid, "generation": generation, "args": args, "unit": unit, "env": env}
 
 
+def current_quality(release_dir, fact):
+    """(quality reference, id) of the current release: (None, id) when it has none, (None, None)
+    when no release is recorded. An unreadable index or reference reads as none."""
+    rid = read_index(fact, strict=False)["current"]
+    if not rid or not ID_RE.match(rid):
+        return None, None
+    try:
+        data = _read_json(os.path.join(release_dir, rid, QUALITY_FILE))
+    except (OSError, ValueError):
+        return None, rid
+    return (data if isinstance(data, dict) else None), rid
+
+
 def list_releases(release_dir, fact):
     """(index, releases): the index and, newest first, every release it names with its
     generation, its args and whether its copies are on the host."""
@@ -268,9 +284,10 @@ def _with_current(release_dir, index, rid, generation, args, keep):
     return new
 
 
-def record(release_dir, fact, unit_path, env_path, generation, args, keep, check_mode=False):
+def record(release_dir, fact, unit_path, env_path, generation, args, keep, check_mode=False, quality=""):
     """Keep the unit and environment in place as a release and make it current.
-    (changed, id); in check_mode nothing is written."""
+    ``quality``: a quality reference the gate wrote (roles/sglang_verify) to keep with it; it is
+    moved into the release. (changed, id); in check_mode nothing is written."""
     try:
         unit, env = _read_bytes(unit_path), _read_bytes(env_path)
     except OSError as exc:
@@ -289,6 +306,8 @@ def record(release_dir, fact, unit_path, env_path, generation, args, keep, check
     new = _with_current(release_dir, index, rid, generation, stored["args"], keep)
     copy_unit, copy_env, copy_json = _copies(release_dir, rid)
     files = [(copy_unit, unit), (copy_env, env), (copy_json, _dump(stored))]
+    if quality and os.path.isfile(quality):
+        files.append((os.path.join(os.path.dirname(copy_unit), QUALITY_FILE), _read_bytes(quality)))
     stale = [(path, data) for path, data in files if not _same(path, data, path == copy_json)]
     changed = bool(stale) or new != index or not os.path.exists(fact)
     if changed and not check_mode:
@@ -297,6 +316,8 @@ def record(release_dir, fact, unit_path, env_path, generation, args, keep, check
         for path, data in stale:
             _write_atomic(path, data, 0o600)
         write_index(fact, new)
+    if quality and os.path.isfile(quality) and not check_mode:
+        os.unlink(quality)
     return changed, rid
 
 

@@ -37,5 +37,5 @@ def test_summary_has_the_start_column():
     report = {"run_id": "r", "hosts": {"h1": {"passed": True, "result": {"starts": STARTS}}}}
     md = render.render_summary_md(report)
     header, _, row = md.splitlines()[2:5]
-    assert header.endswith("| start s cold / warm |")
-    assert row.endswith("| 41.2 / 29.9 |")
+    assert header.endswith("| start s cold / warm | quality |")
+    assert row.endswith("| 41.2 / 29.9 | - |")

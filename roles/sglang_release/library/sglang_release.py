@@ -59,6 +59,13 @@ options:
     description: The normalised launch flags (I(state=record)); secret flags are never written.
     type: dict
     default: {}
+  quality:
+    description:
+      - A quality reference file the gate wrote (roles/sglang_verify, I(state=record)); it is moved
+        into the release as C(quality.json) and follows it (restore, rollback). Empty or missing
+        keeps the release's own reference, if it has one.
+    type: path
+    default: ""
   keep:
     description: Release ids kept in the history (I(state=record) and I(state=mark_current)).
     type: int
@@ -140,7 +147,7 @@ def run(p, check_mode):
         if missing:
             raise ReleaseStateError("state=record needs %s" % " and ".join(missing))
         changed, rid = record(where, fact, p["unit_path"], p["env_path"], p["generation"], p["args"], p["keep"],
-                              check_mode=check_mode)
+                              check_mode=check_mode, quality=p["quality"])
         with open(p["env_path"], "rb") as handle:  # record() refused a generation the file contradicts
             generation = p["generation"] or env_generation(handle.read().decode("utf-8", "replace"))
         return dict(changed=changed, id=rid, generation=generation, args=public_args(p["args"]),
@@ -174,6 +181,7 @@ def main():
             generation=dict(type="str", default=""),
             args=dict(type="dict", default={}),
             keep=dict(type="int", default=5),
+            quality=dict(type="path", default=""),
             target=dict(type="str", default="current"),
         ),
         supports_check_mode=True,

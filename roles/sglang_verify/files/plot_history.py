@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Plot decode tokens/s and median TTFT over the verification history (one line per host and
-flag set). Runs on the controller with ansible-playbook's own Python (matplotlib required).
+"""Plot decode tokens/s, median TTFT and the quality check's mean |d logprob| against the
+last-known-good reference over the verification history (one line per host and flag set). Runs on the controller with ansible-playbook's own Python (matplotlib required).
 
 usage: plot_history.py HISTORY_JSONL OUT_PNG
 """
@@ -49,23 +49,26 @@ def main(argv):
     for r in recs:
         key = "%s [%s]" % (r.get("host"), r.get("flag_hash"))
         series.setdefault(key, []).append(r)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     for key, rs in series.items():
         xs = [when(r, i) for i, r in enumerate(rs)]
         ax1.plot(xs, [r.get("decode_tps") for r in rs], marker="o", label=key)
         ax2.plot(xs, [r.get("ttft_ms") for r in rs], marker="o", label=key)
+        ax3.plot(xs, [r.get("quality_mean_abs_dlogprob") for r in rs], marker="o", label=key)
         for x, r in zip(xs, rs):
             if r.get("passed") is False:
                 ax1.plot([x], [r.get("decode_tps") or 0], marker="x", color="red", markersize=12)
                 ax2.plot([x], [r.get("ttft_ms") or 0], marker="x", color="red", markersize=12)
+            if r.get("quality") == "degraded":
+                ax3.plot([x], [r.get("quality_mean_abs_dlogprob") or 0], marker="x", color="red", markersize=12)
     ax1.set_ylabel("single-stream decode tok/s")
     ax2.set_ylabel("median TTFT (ms)")
-    ax2.set_xlabel("run time, UTC (one line per host and flag set; red x = failed gate)")
-    for ax in (ax1, ax2):
+    ax3.set_ylabel("quality: mean |d logprob|\nvs last-known-good")
+    ax3.set_xlabel("run time, UTC (one line per host and flag set; red x = failed gate, or degraded answers)")
+    for ax in (ax1, ax2, ax3):
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+        ax.grid(True, alpha=0.3)
     fig.autofmt_xdate()
-    ax1.grid(True, alpha=0.3)
-    ax2.grid(True, alpha=0.3)
     if series:
         ax1.legend(fontsize="small")
     last = recs[-1]["run_id"] if recs else "-"

@@ -36,7 +36,7 @@ options:
     type: list
     elements: str
     default: [health, drift, probes, single_stream, sweep]
-    choices: [health, drift, probes, single_stream, sweep]
+    choices: [health, drift, probes, gsm8k, quality, single_stream, sweep]
   ready_timeout: {description: Seconds to wait for C(/health_generate) to answer 200., type: int, default: 120}
   request_timeout: {description: Seconds allowed for one request., type: int, default: 120}
   expected_args: {description: The inventory's flags (name without dashes -> value)., type: dict, default: {}}
@@ -49,6 +49,8 @@ options:
   garbage_min_run: {description: Repeats of one unit that count as garbage., type: int, default: 8}
   bench: {description: "Single stream: {prompt, max_tokens, runs, warmup, garbage_check}.", type: dict, default: {}}
   sweep: {description: "Concurrency sweep: {concurrency, requests_per_level, input_len, output_len, tool (auto|bench_serving|own), python, tokenizer, backend, env, timeout}.", type: dict, default: {}}
+  quality: {description: "The quality check against the last-known-good release's reference (module_utils/sglang_verify_quality.py): {prompts, max_tokens, top_k, same, tolerance, reset, release_dir, release_fact, candidate_path}. The candidate reference is written to candidate_path (not in check mode).", type: dict, default: {}}
+  gsm8k: {description: "Task accuracy with SGLang's evaluator from the host's ML environment (module_utils/sglang_verify_gsm8k.py): {python, data_path, examples, shots, max_tokens, timeout}.", type: dict, default: {}}
   env_link: {description: "The ML environment link the server runs from (its target names the ml_env generation, which keys the baseline).", type: str, default: ""}
   start_log: {description: "The server's start log (JSON lines, roles/sglang_server); its newest 20 starts go into the result as C(starts).", type: str, default: ""}
 author: [sglang_deploy]
@@ -86,6 +88,8 @@ from ansible.module_utils.sglang_start_log import read as read_starts
 from ansible.module_utils.sglang_verify_client import Client, chat_body, single_stream
 from ansible.module_utils.sglang_verify_drift import compare_args
 from ansible.module_utils.sglang_verify_output import detect_garbage, match_answer, quote
+from ansible.module_utils.sglang_verify_gsm8k import run_gsm8k
+from ansible.module_utils.sglang_verify_quality import QualityError, run_quality
 from ansible.module_utils.sglang_verify_sweep import run_sweep
 
 
@@ -277,7 +281,7 @@ def main():
             api_key=dict(type="str", no_log=True),
             served_model_name=dict(type="str"),
             checks=dict(type="list", elements="str", default=["health", "drift", "probes", "single_stream", "sweep"],
-                        choices=["health", "drift", "probes", "single_stream", "sweep"]),
+                        choices=["health", "drift", "probes", "gsm8k", "quality", "single_stream", "sweep"]),
             ready_timeout=dict(type="int", default=120),
             request_timeout=dict(type="int", default=120),
             expected_args=dict(type="dict", default={}),
@@ -290,6 +294,8 @@ def main():
             garbage_min_run=dict(type="int", default=8),
             bench=dict(type="dict", default={}),
             sweep=dict(type="dict", default={}),
+            quality=dict(type="dict", default={}),
+            gsm8k=dict(type="dict", default={}),
             env_link=dict(type="str", default=""),
             start_log=dict(type="str", default=""),
         ),
@@ -346,6 +352,15 @@ def main():
         probes, pf = timed("probes", run_probes, client, model, p)
         result["probes"] = probes
         failures.extend(pf)
+    if "gsm8k" in checks:
+        result["gsm8k"] = timed("gsm8k", run_gsm8k, p["gsm8k"], p["base_url"], p["api_key"])
+    if "quality" in checks:
+        task = {"gsm8k": result["gsm8k"]} if (result.get("gsm8k") or {}).get("score") is not None else None
+        try:
+            result["quality"] = timed("quality", run_quality, client, p["quality"], facts["model_path"], {
+                "version": facts["version"], "generation": result["generation"]}, module.check_mode, task)
+        except (QualityError, KeyError, TypeError, ValueError) as exc:
+            result["quality"] = {"level": "error", "error": "%s: %s" % (type(exc).__name__, exc)}
     if "single_stream" in checks:
         single, sf = timed("single_stream", run_single_stream, client, model, p)
         result["single_stream"] = single

@@ -36,6 +36,8 @@ options:
   gates: {description: "min_decode_tps, max_ttft_ms, regression_ratio, ttft_regression_ratio, min_samples, spread_k, fail_on_drift, fail_on_extra_flags.", type: dict, default: {}}
   update_baseline: {description: Add a passing result to the baseline., type: bool, default: true}
   baseline_window: {description: The baseline keeps the last N accepted results of its key., type: int, default: 10}
+  task_gates: {description: "gsm8k_min_score, gsm8k_max_drop_se, spec_accept_min_ratio, spec_accept_min_length (docs/quality-gate.md).", type: dict, default: {}}
+  quality_accept: {description: "true, or a list of host names: a new model revision whose numerics changed passes the quality gate without a task-accuracy check (docs/quality-gate.md).", type: raw, default: false}
   reset_baseline: {description: "true, or a list of host names: set this host's baseline for the current key aside (renamed, not deleted) before the gates.", type: raw, default: false}
   context: {description: Extra facts stored with the result (versions, profile)., type: dict, default: {}}
 author: [sglang_deploy]
@@ -66,11 +68,20 @@ from ansible.module_utils.sglang_verify_baseline import (
     wants_reset,
 )
 from ansible.module_utils.sglang_flags_model import flag_hash, redact_flags
+from ansible.module_utils.sglang_quality import accept_length_gate, gate as quality_gate
+from ansible.module_utils.sglang_verify_gsm8k import gsm8k_gate
 from ansible.module_utils.sglang_verify_gates import evaluate_gates
 from ansible.module_utils.sglang_verify_render import RUN_ARGS, console_lines
 from ansible.module_utils.sglang_verify_store import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
+
+
+def _limit(value):
+    """An inventory limit: None, "" and "none" mean no limit."""
+    if value is None or str(value).strip().lower() in ("", "none", "null"):
+        return None
+    return float(value)
 
 
 def main():
@@ -88,6 +99,8 @@ def main():
             update_baseline=dict(type="bool", default=True),
             baseline_window=dict(type="int", default=10),
             reset_baseline=dict(type="raw", default=False),
+            quality_accept=dict(type="raw", default=False),
+            task_gates=dict(type="dict", default={}),
             context=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
@@ -110,6 +123,15 @@ def main():
             os.replace(base_path, reset_to)
         baseline = None
     passed, failures, rows = evaluate_gates(result, p["gates"])
+    tg, quality = p["task_gates"], result.get("quality") or {}
+    g_row, g_failures, decided = gsm8k_gate(result.get("gsm8k"), quality.get("reference_task"),
+                                            _limit(tg.get("gsm8k_min_score")), _limit(tg.get("gsm8k_max_drop_se")))
+    q_rows, q_failures = quality_gate(quality, wants_reset(p["quality_accept"], p["host"]), decided)
+    a_rows, a_failures = accept_length_gate(quality, _limit(tg.get("spec_accept_min_ratio")),
+                                            _limit(tg.get("spec_accept_min_length")))
+    rows += q_rows + ([g_row] if g_row else []) + a_rows
+    failures += q_failures + g_failures + a_failures
+    passed = passed and not (q_failures or g_failures or a_failures)
     if result.get("single_stream") is not None:
         reg_rows, reg_failures = regression_gates(result["single_stream"], baseline, p["gates"],
                                                   RESET_HINT % p["host"])

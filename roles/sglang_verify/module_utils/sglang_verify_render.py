@@ -78,6 +78,8 @@ def console_lines(host, result, gate):
     spec = (result.get("server") or {}).get("spec_accept_length")
     if spec:
         lines.append("%-28s %s" % ("spec accept length", _fmt(spec, 2)))
+    if result.get("quality"):
+        lines.append("%-28s %s" % ("quality", quality_line(result)))
     for r in gate.get("rows") or []:
         lines.append("%-28s %s %s (limit %s) %s%s" % (
             "gate " + r["gate"], _fmt(r["value"]), r["unit"], _fmt(r["limit"]), "ok" if r["ok"] else "FAIL",
@@ -85,6 +87,25 @@ def console_lines(host, result, gate):
     for f in gate.get("failures") or []:
         lines.append("FAIL: " + f)
     return lines
+
+
+def quality_line(result):
+    """'same: top-1 1.0, mean |d logprob| 0.0004 (max 0.003), KL 0.0, free-run exact 30/30;
+    30 prompts, 612 tokens, 4.1 s, reference of release abc': the quality check in one line."""
+    qy = result.get("quality") or {}
+    if not qy:
+        return "not run"
+    s = qy.get("summary") or {}
+    head = qy.get("level") or "?"
+    if s.get("tokens"):
+        head += ": top-1 %s, mean |d logprob| %s (max %s), KL top-k %s, free-run exact %s/%s" % (
+            s.get("top1"), s.get("mean_abs_dlogprob"), s.get("max_abs_dlogprob"), s.get("kl_topk"),
+            s.get("free_exact"), s.get("free_prompts"))
+    elif qy.get("error") or qy.get("note"):
+        head += ": " + str(qy.get("error") or qy.get("note"))
+    return "%s; %s prompts x %s tokens, %s requests, %s s%s" % (
+        head, qy.get("prompts"), qy.get("max_tokens"), qy.get("requests"), qy.get("seconds"),
+        ", reference of release %s" % qy["reference_of"] if qy.get("reference_of") else "")
 
 
 def last_starts(result):
@@ -130,8 +151,8 @@ def render_summary_md(report):
     """Markdown summary of one run (all hosts verified so far in it)."""
     out = ["# SGLang verification %s" % report.get("run_id"), ""]
     out.append("| host | verdict | sglang | flags | probes | decode tok/s (min-max) | TTFT ms | ITL p50/p90/p99 ms "
-               "| sweep tok/s (concurrency) | spec accept | baseline tok/s (n) | start s cold / warm |")
-    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+               "| sweep tok/s (concurrency) | spec accept | baseline tok/s (n) | start s cold / warm | quality |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for host in sorted(report.get("hosts") or {}):
         h = report["hosts"][host]
         res = h.get("result") or {}
@@ -144,12 +165,15 @@ def render_summary_md(report):
         tps = "%s (%s-%s)" % (_fmt(s.get("decode_tps")), _fmt(_spread(s.get("decode_tps_runs"), min)),
                               _fmt(_spread(s.get("decode_tps_runs"), max)))
         cold, warm = last_starts(res)
-        out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s / %s |" % (
+        qs = (res.get("quality") or {}).get("summary") or {}
+        out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s / %s | %s |" % (
             host, "PASS" if h.get("passed") else "**FAIL**", (res.get("server") or {}).get("version"),
             h.get("flag_hash"), _probe_line(res), tps, _fmt(s.get("ttft_ms")),
             _fmt(s.get("itl_ms_p50"), 2), _fmt(s.get("itl_ms_p90"), 2), _fmt(s.get("itl_ms_p99"), 2),
             sw, _fmt((res.get("server") or {}).get("spec_accept_length"), 2), base,
-            _fmt((cold or {}).get("seconds")), _fmt((warm or {}).get("seconds"))))
+            _fmt((cold or {}).get("seconds")), _fmt((warm or {}).get("seconds")),
+            "%s%s" % ((res.get("quality") or {}).get("level") or "-",
+                      " (top-1 %s, mean d %s)" % (qs["top1"], qs["mean_abs_dlogprob"]) if qs.get("tokens") else "")))
     out.append("")
     for host in sorted(report.get("hosts") or {}):
         h = report["hosts"][host]
@@ -157,10 +181,14 @@ def render_summary_md(report):
         fails = h.get("failures") or []
         drift = res.get("drift") or {}
         sweep = res.get("sweep") or {}
-        if not (fails or drift.get("extra") or drift.get("resolved") or sweep.get("note")):
+        if not (fails or drift.get("extra") or drift.get("resolved") or sweep.get("note") or res.get("quality")):
             continue
         out.append("## %s" % host)
         out.append("")
+        if res.get("quality"):
+            out.append("- quality: %s" % quality_line(res).replace("|", "\\|"))
+            if (res["quality"].get("worst") or "") and res["quality"].get("level") != "same":
+                out.append("- quality, largest divergence: %s" % res["quality"]["worst"].replace("|", "\\|"))
         for f in fails:
             out.append("- FAIL: %s" % f.replace("|", "\\|"))
         for e in drift.get("extra") or []:
@@ -225,4 +253,7 @@ def history_record(run_id, host, host_report):
         "sweep": dict((str(lv.get("concurrency")), lv.get("output_throughput"))
                       for lv in sweep.get("levels") or []),
         "spec_accept_length": (res.get("server") or {}).get("spec_accept_length"),
+        "quality": (res.get("quality") or {}).get("level"),
+        "quality_top1": ((res.get("quality") or {}).get("summary") or {}).get("top1"),
+        "quality_mean_abs_dlogprob": ((res.get("quality") or {}).get("summary") or {}).get("mean_abs_dlogprob"),
     }
