@@ -147,6 +147,20 @@ def test_a_wrong_answer_is_wrong_and_quoted():
     assert v["reason"] == 'wrong answer: probe "capital" answered "Lyon" (expected "Paris" (exact))'
 
 
+def test_answers_beyond_the_quality_tolerance_are_degraded_never_working():
+    quality = {"level": "degraded", "reasons": ["mean |d logprob| 0.06 beyond the tolerance 0.02"],
+               "summary": {"top1": 0.95, "tokens": 700}, "reference_of": "abc123",
+               "worst": "prompt chat-07, continuation token 1: reference token 'K'"}
+    v = C.classify(probe=probe_with(quality=quality))
+    assert v["outcome"] == "degraded" and v["stage"] == "quality"
+    assert "0.06 beyond the tolerance" in v["reason"] and "continuation token 1" in v["reason"]
+    assert v["details"]["summary"]["top1"] == 0.95
+    # a change of numerics within the tolerance is still working; wrong probes still decide first
+    assert C.classify(probe=probe_with(quality=dict(quality, level="numerics_changed")))["outcome"] == "working"
+    bad = [{"name": "x", "output": "Lyon", "ok": False, "problems": ["expected"]}]
+    assert C.classify(probe=probe_with(quality=quality, probes=bad))["outcome"] == "wrong"
+
+
 def test_a_server_that_stops_answering_or_fails_under_load_crashed():
     died = probe_with(health={"ok": False, "error": "/health_generate answered 0 after 120s: connection refused"})
     died["failures"] = ["health: /health_generate answered 0"]

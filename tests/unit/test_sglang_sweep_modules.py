@@ -92,7 +92,7 @@ def test_a_whole_sweep_resumed_after_an_interruption(run_module, tmp_path):
 
     report = run_module(sglang_sweep_report, dict(host=HOST, report_dir=str(tmp_path), sweep_name="local-cpu"))
     assert report["complete"] is True and report["missing"] == []
-    assert report["counts"] == {"working": 2, "wrong": 0, "hung": 1, "crashed": 1, "rejected": 1,
+    assert report["counts"] == {"working": 2, "degraded": 0, "wrong": 0, "hung": 1, "crashed": 1, "rejected": 1,
                                 "interrupted": 0, "not run": 0}
     assert report["winner"]["tie"] is True and report["winner"]["label"] in ("baseline", both["label"])
     assert report["ties"] == [{"rank": 1, "keys": [base["key"], both["key"]],

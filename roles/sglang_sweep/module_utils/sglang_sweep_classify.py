@@ -3,7 +3,7 @@
 # from the plain results the play registered for it. The figures' statistics are
 # module_utils/sglang_verify_stats.py (robust_stats: median and MAD); the output checks are the
 # garbage detector and quoting of module_utils/sglang_verify_output.py.
-"""Classify one candidate: rejected, crashed, hung, wrong or working.
+"""Classify one candidate: rejected, crashed, hung, wrong, degraded or working.
 
 Inputs, each optional, judged in this order (the first that fails decides):
 
@@ -20,6 +20,9 @@ Inputs, each optional, judged in this order (the first that fails decides):
   ``failures``. The module itself failed, or health failed after the start -> **crashed** (the
   server stopped answering); a probe answered wrong or garbage (quoted) -> **wrong**; requests
   that failed under load -> **crashed** when ``journal`` shows a traceback, else **wrong**;
+  the quality check (``result.quality``, module_utils/sglang_quality.py) against the canary's
+  last-known-good reference found its answers ``degraded`` -> **degraded** (it starts and passes
+  the probes, but diverges beyond the tolerance; never ranked, never a winner);
   no failure -> **working** with its figures.
 """
 
@@ -32,7 +35,7 @@ import re
 from ansible.module_utils.sglang_verify_stats import MAD_TO_SIGMA, robust_stats
 from ansible.module_utils.sglang_verify_output import detect_garbage, quote
 
-OUTCOMES = ("working", "wrong", "hung", "crashed", "rejected")
+OUTCOMES = ("working", "degraded", "wrong", "hung", "crashed", "rejected")
 JOURNAL_TAIL = 20
 TRACEBACK_TAIL = 12
 # journalctl -o short-iso: "2026-03-01T10:00:00+0000 host python3[1234]: text"
@@ -150,6 +153,12 @@ def _probe(probe, journal):
     if failures:
         outcome = "crashed" if summary["traceback"] else "wrong"
         return _result(outcome, "measure", "requests failed: %s" % failures[0], dict(summary, failures=failures))
+    quality = result.get("quality") or {}
+    if quality.get("level") == "degraded":
+        return _result("degraded", "quality", "answers diverge from the last-known-good reference: %s; %s" % (
+            "; ".join(quality.get("reasons") or []), quality.get("worst") or ""), {
+            "summary": quality.get("summary"), "worst": quality.get("worst"), "reference_of": quality.get("reference_of")},
+            figures(result))
     return None
 
 

@@ -87,7 +87,7 @@ def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR):
         winner = dict(best, ties=[e["label"] for e in groups[0][1:]],
                       beats_baseline=bool(base_median) and base.get("group") != 1,
                       is_baseline=best is base)
-    counts = dict((o, 0) for o in ("working", "wrong", "hung", "crashed", "rejected", "interrupted", "not run"))
+    counts = dict((o, 0) for o in ("working", "degraded", "wrong", "hung", "crashed", "rejected", "interrupted", "not run"))
     for e in entries:
         counts[e["outcome"]] = counts.get(e["outcome"], 0) + 1
     return {
