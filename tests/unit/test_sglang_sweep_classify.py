@@ -151,7 +151,10 @@ def test_answers_beyond_the_quality_tolerance_are_degraded_never_working():
     quality = {"level": "degraded", "reasons": ["mean |d logprob| 0.06 beyond the tolerance 0.02"],
                "summary": {"top1": 0.95, "tokens": 700}, "reference_of": "abc123",
                "worst": "prompt chat-07, continuation token 1: reference token 'K'"}
-    v = C.classify(probe=probe_with(quality=quality))
+    # the measurement's gate lists the quality verdict among its failures, as sglang_verify_result does
+    probe = probe_with(quality=quality)
+    probe["failures"] = ["quality degraded against reference abc123: mean |d logprob| 0.06 beyond the tolerance"]
+    v = C.classify(probe=probe)
     assert v["outcome"] == "degraded" and v["stage"] == "quality"
     assert "0.06 beyond the tolerance" in v["reason"] and "continuation token 1" in v["reason"]
     assert v["details"]["summary"]["top1"] == 0.95

@@ -117,6 +117,26 @@ def test_without_the_key_401_with_it_answered():
         assert call(path)[0] == 200, path
 
 
+def test_quality_and_gsm8k_run_against_the_keyed_server():
+    """The deploy's gate compared the keyed server with the reference its release before
+    recorded (a key changes no numerics: `same`). Then gsm8k with SGLang's own evaluator
+    (sglang.test.run_eval from the host's ML environment, the key through its environment) on a
+    small file in gsm8k's format: the tiny model cannot do arithmetic in gsm8k's prompt, so its
+    real score, 0, is under the floor of 0.5 and the verification fails, naming both."""
+    assert re.search(r"quality +same: top-1 1\.0,", OUT["deploy -v"]), OUT["deploy -v"][-3000:]
+    lines = [{"question": q, "answer": "#### %s" % a} for q, a in
+             (("What is 2+2?", 4), ("What is 3+5?", 8), ("What is 2+3?", 5))]
+    sh(HOST, "printf '%s\\n' " + " ".join("'%s'" % json.dumps(x) for x in lines) + " > /root/gsm8k-tiny.jsonl")
+    extra = {"sglang_verify_gsm8k_data": "/root/gsm8k-tiny.jsonl", "sglang_verify_gsm8k_shots": 1,
+             "sglang_verify_gsm8k_max_tokens": 16, "sglang_verify_gsm8k_min_score": 0.5}
+    rc, OUT["verify gsm8k"], took = playbook("playbooks/verify.yml", extra, expect_rc=None, args=VAULT)
+    assert rc != 0
+    assert "gsm8k accuracy 0.000 on 2 questions is under the floor 0.5" in OUT["verify gsm8k"], \
+        OUT["verify gsm8k"][-3000:]
+    assert not leaks(OUT["verify gsm8k"])
+    figure(f"verify.yml with gsm8k (SGLang's evaluator, 2 questions, 1-shot) and the quality check: {took:.0f} s")
+
+
 def test_check_diff_run_changes_nothing_and_shows_no_key():
     _, OUT["check --diff"], _ = playbook("deploy.yml", {}, args=VAULT + ("--check", "--diff"))
     plain = re.sub(r"\x1b\[[0-9;]*m", "", OUT["check --diff"])  # Molecule forces colour

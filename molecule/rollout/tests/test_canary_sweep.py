@@ -77,6 +77,12 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     assert crash["journal_tail"] and "Cannot find any model weights" in crash["error"], crash
     assert outcome["RMSNorm epsilon 1000"] == "wrong", records["RMSNorm epsilon 1000"]
     assert "answered" in records["RMSNorm epsilon 1000"]["reason"]
+    # the quiet failure: every probe passes, the quality reference does not
+    degraded = records["RMSNorm epsilon 0.001"]
+    assert outcome["RMSNorm epsilon 0.001"] == "degraded", degraded
+    assert "diverge from the last-known-good reference" in degraded["reason"], degraded
+    assert "continuation token" in degraded["reason"] and "reference token" in degraded["reason"], degraded
+    assert degraded["details"]["summary"]["top1"] < 1.0, degraded
     working = {label: r for label, r in records.items() if r["outcome"] == "working"}
     assert set(working) == {"baseline", "max-running-requests 4"}, outcome
     medians = [r["figures"]["decode_tps"]["median"] for r in working.values()]
@@ -85,6 +91,8 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     assert summary and (RESULTS / "sweep.md").is_file() and (RESULTS / "winner.yml").is_file()
     assert (RESULTS / "sweep.png").stat().st_size > 1000
     assert "baseline" in (RESULTS / "sweep.md").read_text()
+    assert "0.001" not in (RESULTS / "winner.yml").read_text(), "the degraded candidate was picked"
+    assert all(e["label"] != "RMSNorm epsilon 0.001" or e.get("rank") is None for e in summary.get("ranking", [])), summary
 
     # the canary is back on its own configuration and serves; the other hosts were not touched
     assert unit_text(CANARY) == unit_before

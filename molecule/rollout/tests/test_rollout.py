@@ -274,7 +274,10 @@ def test_6_router_drains_each_host_while_it_restarts(revision2):
     with Router(HOSTS) as router:
         router.start_probing()
         with Prober(HOSTS) as probe:
-            _, out, took = deploy({"sglang_server_args": args, **revision2["vars"], **router_extra(router)})
+            # a new model revision changes the numerics at least as far as the quality gate can
+            # tell; with no task-accuracy check to decide, the operator accepts it on purpose
+            _, out, took = deploy({"sglang_server_args": args, **revision2["vars"], **router_extra(router),
+                                   "sglang_verify_quality_accept": True})
         time.sleep(1)
         final = router.listing()
     resolved = [e["path"].rsplit("/", 1)[-1] for e in revision2["hub"].requests("GET") if "/resolve/" in e["path"]]
@@ -288,6 +291,9 @@ def test_6_router_drains_each_host_while_it_restarts(revision2):
         assert stamp["source"] == f"path:/srv/fleet-store/tiny-qwen2/{revision2['sha']}", stamp
         # keep 0: the old revision stayed (the unit named it, a recorded release loads it)
         assert revisions(h) == sorted([old, revision2["sha"]])
+    # (the console wraps long lines: any whitespace between the words)
+    accepted = re.findall(r"the\s+model\s+revision\s+changed:\s+accepted\s+by\s+the\s+operator", out)
+    assert len(accepted) >= len(HOSTS), out[-3000:]
     assert_one_at_a_time(HOSTS, probe, after)
     assert_router_served_throughout(router, final)
     for h in HOSTS:
@@ -303,12 +309,14 @@ def test_6_router_drains_each_host_while_it_restarts(revision2):
            f"copied it from the shared storage")
 
 
-def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router():
+def test_7_subtly_wrong_output_fails_the_quality_gate_and_the_restored_host_rejoins_the_router():
+    """A flag that starts fine, answers every known-answer probe right and still changes the
+    answers: the model's RMSNorm epsilon overridden from 1e-6 to 0.001. Only the quality gate
+    (the host's answers against its last-known-good release's reference) fails it; the host is
+    restored, confirmed against that same reference, and rejoins the router."""
     before = {h: unit_state(h)[0] for h in HOSTS}
     old_unit = unit_text(HOSTS[0])
-    # a flag that starts fine and makes the output wrong: the model's RMSNorm epsilon overridden
-    # (the tiny model then answers "What is 2+2?" with '#    # If theytespollowing...')
-    args = dict(BASE_ARGS, **{"json-model-override-args": {"rms_norm_eps": 1000.0}})
+    args = dict(BASE_ARGS, **{"json-model-override-args": {"rms_norm_eps": 0.001}})
     since = float(sh(HOSTS[0], "date +%s"))
     with Router(HOSTS) as router:
         router.start_probing()
@@ -316,7 +324,14 @@ def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router(
         time.sleep(1)
         final = router.listing()
     assert rc != 0
-    assert re.search(r'probe \\?"What is 2\+2\?\\?" answered', out), "the gate did not quote the wrong answer"
+    # the only failure is the quality gate's: the probes and the speed gates that existed before passed
+    failed = re.search(r"failed verification \(gate\): (.*)$", out, re.M)
+    assert failed and failed.group(1).startswith("quality degraded against reference"), out[-4000:]
+    assert " | " not in failed.group(1), f"more gates than the quality gate failed: {failed.group(1)}"
+    assert re.search(r"Where: prompt \S+ \(.*\), continuation token \d+: reference token .* had logprob -?[0-9.]+, "
+                     r"now -?[0-9.]+", failed.group(1)), failed.group(1)
+    assert re.search(r"probes +5/5 passed", out), "the known-answer probes did not all pass"
+    assert re.search(r"quality +same: top-1 1\.0", out), "the restored host was not judged same as its own reference"
     assert "last-known-good" in out
     assert unit_text(HOSTS[0]) == old_unit, "host 1 is not back on its old unit"
     assert unit_state(HOSTS[0])[0] != before[HOSTS[0]], "host 1 was not restarted (so not restored)"
@@ -325,7 +340,9 @@ def test_7_wrong_output_fails_the_gate_and_the_restored_host_rejoins_the_router(
     assert_router_served_throughout(router, final)
     stops = stops_since(HOSTS[0], since)
     assert len(stops) == 2, f"host 1: expected the change's stop and the restore's stop, found {stops}"
-    figure(f"wrong output (a model override flag) behind sglang-router: {len(router.requests)} requests through the router, "
+    degraded = re.search(r"quality +degraded: (top-1 [0-9.]+, mean \|d logprob\| [0-9.]+)", out)
+    figure(f"subtly wrong output (RMSNorm epsilon 1e-6 -> 0.001: probes pass) behind sglang-router: quality gate "
+           f"{degraded.group(1) if degraded else '?'}; {len(router.requests)} requests through the router, "
            f"{len(router.failed())} failed; host 1 restored, confirmed and back in the router; its stops "
            f"(SIGTERM to exit, drained out of the router first): " + ", ".join(f"{x:.1f}" for x in stops) + " s")
 
@@ -353,6 +370,8 @@ def test_9_rollback_returns_to_the_previous_model_revision_which_stays_while_a_r
     unit of the rolled-back hosts, but the release rolled back from still names it."""
     pair, old = HOSTS[:2], TINY_MODEL.rsplit("/", 1)[-1]
     _, out, took = playbook("playbooks/rollback.yml", {}, args=("-l", ",".join(pair)))
+    # each restored release judged against its own quality reference, which came back with it
+    assert len(re.findall(r"quality +same: top-1 1\.0,", out)) == len(pair), out[-3000:]
     for h in pair:
         assert f"--model-path {TINY_MODEL} " in unit_text(h) and ask(ip_of(h)) == "OK", out[-3000:]
     assert f"--model-path {revision2['dir']}" in unit_text(HOSTS[2]) and ask(ip_of(HOSTS[2])) == "OK"

@@ -150,15 +150,16 @@ def _probe(probe, journal):
     if wrong:
         wrong["details"]["failures"] = failures
         return wrong
-    if failures:
-        outcome = "crashed" if summary["traceback"] else "wrong"
-        return _result(outcome, "measure", "requests failed: %s" % failures[0], dict(summary, failures=failures))
+    # before the other failures: the measurement's gate lists the quality gate's verdict among them
     quality = result.get("quality") or {}
     if quality.get("level") == "degraded":
         return _result("degraded", "quality", "answers diverge from the last-known-good reference: %s; %s" % (
             "; ".join(quality.get("reasons") or []), quality.get("worst") or ""), {
-            "summary": quality.get("summary"), "worst": quality.get("worst"), "reference_of": quality.get("reference_of")},
-            figures(result))
+            "summary": quality.get("summary"), "worst": quality.get("worst"), "reference_of": quality.get("reference_of"),
+            "failures": failures}, figures(result))
+    if failures:
+        outcome = "crashed" if summary["traceback"] else "wrong"
+        return _result(outcome, "measure", "requests failed: %s" % failures[0], dict(summary, failures=failures))
     return None
 
 
