@@ -70,6 +70,8 @@ def render(tmp_path, inventory, extra, inventory_dir=None):
     if extra.get("sglang_firewall_allow_controller"):
         env["SSH_CONNECTION"] = SSH_CONNECTION
     play = [{"name": "Render", "hosts": HOSTS[inventory], "gather_facts": False, "tasks": [
+        # as the playbooks do before the role: sglang_server_flags, which sglang_firewall_port reads
+        {"name": "Flags", "ansible.builtin.include_role": {"name": "sglang_flags", "tasks_from": "model"}},
         {"name": "Plan", "ansible.builtin.include_role": {"name": "sglang_firewall", "tasks_from": "plan", "public": True}},
         {"name": "Write the files", "ansible.builtin.copy": {
             "content": "{{ lookup('ansible.builtin.template', item) }}",
@@ -188,7 +190,8 @@ def test_lint_refuses_production_binding_every_address_without_the_firewall(tmp_
     rc, out = lint(tmp_path, copy, "-l", "blackwell")
     assert rc != 0
     assert "sglang_firewall: gpu-node-01.example.invalid (nothing was changed):" in out
-    assert "sglang_server_args.host is '0.0.0.0' (every address of the host) and sglang_firewall_enabled is false" in out
+    assert ("--host [firewall-open-bind] '0.0.0.0' (sglang_server_args) binds every address of the host "
+            "and sglang_firewall_enabled is false") in out
     # a declared address passes with the firewall off
     profile = yaml.safe_load((copy / "group_vars" / "blackwell" / "sglang.yml").read_text())
     (copy / "host_vars").mkdir(exist_ok=True)
@@ -197,3 +200,10 @@ def test_lint_refuses_production_binding_every_address_without_the_firewall(tmp_
         (copy / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump({"sglang_server_args": args}))
     rc, out = lint(tmp_path, copy, "-l", "blackwell")
     assert rc == 0, out
+
+
+def test_the_filtered_port_is_the_one_the_unit_gets(tmp_path):
+    """sglang_server_args {"--port": 31000} renders --port 31000 into the unit: the ruleset filters
+    31000 (sglang_firewall_port reads sglang_server_flags, the normalised flags)."""
+    ruleset, _ = render(tmp_path, "production", {"sglang_server_args": {"--port": 31000, "--host": "0.0.0.0"}})
+    assert "tcp dport { 31000 } jump sglang_port" in ruleset and "30000" not in ruleset

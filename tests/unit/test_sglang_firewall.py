@@ -2,9 +2,16 @@
 (allow list, router URL, monitoring hosts, controller), how they become the ruleset's two sets,
 and the lint that refuses a wildcard bind without the firewall."""
 
+import os
+import re
+
 import pytest
+import yaml
 
 import sglang_firewall as f
+import sglang_flags
+
+ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_firewall")
 
 GETENT = "10.4.0.7       STREAM gw.example\n10.4.0.7       DGRAM  \n10.4.0.7       RAW    \nfd00::7 STREAM gw.example\n"
 
@@ -98,6 +105,21 @@ def test_wildcard_binds(host, wildcard):
     assert f.sglang_firewall_wildcard(host) is wildcard
 
 
+@pytest.mark.parametrize("host", [
+    "0.0", "0", "0.0.0", "00.0.0.0", "0x0", "0x0.0", " 0.0.0.0 ",   # IPv4 as inet_aton reads it
+    0, 0.0,                                                          # YAML `host: 0` / `host: 0.0`
+    "::ffff:0.0.0.0", "::ffff:0:0", "[::ffff:0.0.0.0]", "::0.0.0.0", "*",
+])
+def test_every_spelling_of_the_unspecified_address_is_a_wildcard(host):
+    assert f.sglang_firewall_wildcard(host) is True
+
+
+@pytest.mark.parametrize("host", ["0.0.0.1", "1", "127.1", "::1", "::ffff:127.0.0.1", "0.0.0.0.0",
+                                  "localhost", "cafe", "0x", "0.0.0.0/0", "::ffff:10.0.0.5"])
+def test_other_addresses_and_names_are_not(host):
+    assert f.sglang_firewall_wildcard(host) is False
+
+
 def _errors(findings):
     return [x["msg"] for x in findings if x["severity"] == "error"]
 
@@ -105,7 +127,72 @@ def _errors(findings):
 def test_lint_refuses_a_wildcard_bind_without_the_firewall():
     errors = _errors(f.sglang_firewall_findings({"host": "0.0.0.0", "port": 30000}, enabled=False))
     assert len(errors) == 1
-    assert "sglang_server_args.host is '0.0.0.0'" in errors[0] and "sglang_firewall_enabled: true" in errors[0]
+    assert errors[0].startswith("--host [firewall-open-bind] '0.0.0.0' (sglang_server_args) binds every address")
+    assert "Fix: bind a declared address" in errors[0] and "sglang_firewall_enabled: true" in errors[0]
+
+
+@pytest.mark.parametrize("args", [{"--host": "0.0.0.0"}, {"host": "0.0"}, {"host": "0"},
+                                  {"host": "::ffff:0.0.0.0"}, {"-host": "::"}])
+def test_lint_judges_the_normalised_flags(args):
+    """tasks/lint.yml passes sglang_server_flags: the model folds "--host" into "host"."""
+    flags = sglang_flags.sglang_normalize_args(dict(args, **{"--port": 31000}))
+    assert flags["port"] == 31000
+    errors = _errors(f.sglang_firewall_findings(flags, enabled=False))
+    assert len(errors) == 1 and "[firewall-open-bind]" in errors[0]
+
+
+def test_lint_reads_sglang_server_flags_for_host_and_port():
+    with open(os.path.join(ROLE, "tasks", "lint.yml"), encoding="utf-8") as fh:
+        judge = [t for t in yaml.safe_load(fh) if "set_fact" in str(t)][0]
+    assert judge["ansible.builtin.set_fact"]["_sglang_firewall_findings"].split("|")[0].strip() == "{{ sglang_server_flags"
+    with open(os.path.join(ROLE, "defaults", "main.yml"), encoding="utf-8") as fh:
+        assert yaml.safe_load(fh)["sglang_firewall_port"] == "{{ sglang_server_flags.get('port', 30000) }}"
+
+
+# --- the variables of the unit and the ruleset (the server's checks, sglang_flags_inputs) ---------
+
+@pytest.mark.parametrize("name, value, rule, fix", [
+    ("sglang_firewall_ruleset_path", "/etc/nftables.d/x.nft\nExecStartPre=/tmp/pwn", "input-control-char", "remove it"),
+    ("sglang_firewall_ruleset_path", "/etc/x.nft\r", "input-control-char", "remove it"),
+    ("sglang_firewall_ruleset_path", "etc/x.nft", "input-path", "give an absolute path"),
+    ("sglang_firewall_ruleset_path", "/etc/%h.nft", "input-path", "give an absolute path"),
+    ("sglang_firewall_service_name", "fw\nExecStartPre=/tmp/pwn", "input-control-char", "remove it"),
+    ("sglang_firewall_service_name", "../../x", "input-unit-name", "no '/'"),
+    ("sglang_firewall_table", "t\nExecStartPre=/tmp/pwn", "input-control-char", "remove it"),
+    ("sglang_firewall_table", "t; flush ruleset", "input-nft-name", "a letter, then letters"),
+])
+def test_unit_variables_are_refused_by_the_servers_checks(name, value, rule, fix):
+    for enabled in (True, False):
+        errors = _errors(f.sglang_firewall_findings({}, enabled=enabled, sources=f.sglang_firewall_sources([]),
+                                                    ports=[30000], unit={name: value}))
+        assert len(errors) == 1, errors
+        assert errors[0].startswith(f"{name} [{rule}] "), errors[0]
+        assert fix in errors[0].split(" Fix: ", 1)[1], errors[0]
+
+
+def test_the_defaults_pass_the_unit_checks():
+    with open(os.path.join(ROLE, "defaults", "main.yml"), encoding="utf-8") as fh:
+        defaults = yaml.safe_load(fh)
+    unit = {k: defaults[k] for k in f.UNIT_INPUTS}
+    assert f.sglang_firewall_findings({}, enabled=True, sources=f.sglang_firewall_sources(["10.0.0.0/8"]),
+                                      ports=[30000], unit=unit) == []
+
+
+def test_every_variable_of_the_templates_is_checked():
+    used = set()
+    for name in os.listdir(os.path.join(ROLE, "templates")):
+        with open(os.path.join(ROLE, "templates", name), encoding="utf-8") as fh:
+            text = fh.read()
+        used |= set(re.findall(r"(?<![_\w])sglang_firewall_\w+", text))
+        # the action is only compared, never written as it is
+        assert re.findall(r"sglang_firewall_action(?! == 'reject')", text) == []
+    with open(os.path.join(ROLE, "tasks", "apply.yml"), encoding="utf-8") as fh:
+        assert "/etc/systemd/system/{{ sglang_firewall_service_name }}.service" in fh.read()
+    assert used - {"sglang_firewall_action"} <= set(f.UNIT_INPUTS)
+    with open(os.path.join(ROLE, "tasks", "lint.yml"), encoding="utf-8") as fh:
+        judge = [t for t in yaml.safe_load(fh) if "set_fact" in str(t)][0]
+    passed = judge["vars"]["_sglang_firewall_unit_inputs"]
+    assert passed == {k: "{{ " + k + " }}" for k in f.UNIT_INPUTS}
 
 
 @pytest.mark.parametrize("args, enabled, open_ok", [

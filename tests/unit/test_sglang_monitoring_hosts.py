@@ -122,3 +122,17 @@ def test_hosts_sorted_and_bad_values_named():
         hosts.host_entry("h", {"sglang_server_args": "port=1"}, {})
     with pytest.raises(AnsibleFilterError, match="h: the TTFT p99 limit is 'fast'"):
         hosts.host_entry("h", {"sglang_server_args": {}, "sglang_verify_max_ttft_ms": "fast"}, {})
+
+
+def test_flags_are_read_through_the_flag_model():
+    """"--port" renders --port in the unit: Prometheus must scrape that port, not 30000."""
+    hv = {"ansible_host": "10.0.0.5", "sglang_server_args": {
+        "--port": 31000, "--served-model-name": "m", "speculative_algorithm": "EAGLE", "enable-metrics": False}}
+    entry = hosts.host_entry("h", hv, {})
+    assert (entry["port"], entry["model"], entry["running_cap"]) == (31000, "m", 48)
+    assert entry["flag_hash"] == model.flag_hash(model.normalize_args(hv["sglang_server_args"]))
+    # this run's normalised flags (roles/sglang_flags, tasks_from: model) where the host has them
+    hv["sglang_server_flags"] = {"port": 32000}
+    assert hosts.host_entry("h", hv, {})["port"] == 32000
+    with pytest.raises(AnsibleFilterError, match="h: sglang_server_args: '--port' and 'port' are the same flag --port; keep one"):
+        hosts.host_entry("h", {"sglang_server_args": {"port": 1, "--port": 2}}, {})

@@ -8,22 +8,43 @@ Three steps, each a filter:
   (``getent ahosts``, tasks/plan.yml), plus an error for each entry that is neither;
 * ``sglang_firewall_sets``: networks and resolved names as the two sets of the ruleset (IPv4,
   IPv6), overlapping entries merged, or an error naming a name that did not resolve;
-* ``sglang_firewall_findings``: the lint of tasks/lint.yml: an unfiltered wildcard bind, bad
-  entries, ports, placeholder networks.
+* ``sglang_firewall_findings``: the lint of tasks/lint.yml: an unfiltered wildcard bind (on
+  sglang_server_flags, the normalised flags the unit is rendered from), bad entries, ports,
+  placeholder networks, and the variables of the unit template (the control-character and path
+  checks of roles/sglang_flags/filter_plugins/sglang_flags_inputs.py, loaded by path).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import runpy
+import socket
 from urllib.parse import urlsplit
+
+# Filter plugins are loaded by path (module_utils/sglang_by_path.py): the server's unit checks
+# judge this role's unit variables too, so there is one control-character check.
+_load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
+_inputs = _load(__file__, "../../sglang_flags/filter_plugins/sglang_flags_inputs.py")
+# The variables templates/sglang-firewall.service.j2 and templates/sglang-firewall.nft.j2 are
+# made of (the unit's file name included: tasks/apply.yml), and their kind in _inputs
+# (unit_input_findings); "nft-name" is checked for control characters there, then here.
+UNIT_INPUTS = {
+    "sglang_firewall_ruleset_path": "path",
+    "sglang_firewall_service_name": "unit-name",
+    "sglang_firewall_table": "nft-name",
+}
+_NFT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+# characters of an IPv4 address as inet_aton reads it (decimal, octal, hex parts)
+_INET_ATON = re.compile(r"^[0-9A-Fa-fXx.]+$")
 
 # host names: labels of letters, digits and hyphens, dot separated
 _NAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?$")
 # the documentation networks (docs/firewall.md): the production profile's placeholder
 _PLACEHOLDERS = [ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")]
-# what SGLang's --host accepts that binds every address of the host
-_WILDCARDS = {"", "*", "0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"}
+# host names that bind every address of the host (the addresses are parsed: sglang_firewall_wildcard)
+_WILDCARDS = {"", "*"}
 
 
 def _network(text):
@@ -133,28 +154,63 @@ def sglang_firewall_sets(sources, resolved=None):
 
 
 def sglang_firewall_wildcard(host):
-    """True when SGLang's --host value binds every address (0.0.0.0, ::)."""
+    """True when SGLang's --host value binds every address of the host: "" and "*", the
+    unspecified address of either family (0.0.0.0, ::, [::], 0:0::0), an IPv4-mapped one
+    (::ffff:0.0.0.0), and IPv4 short forms as inet_aton reads them (0, 0.0, 0x0, 00.0.0)."""
     if host is None:
         return False  # SGLang's default is 127.0.0.1
     text = str(host).strip()
     if text in _WILDCARDS:
         return True
-    net = _network(text) if "/" not in text else None
-    return bool(net is not None and net.network_address.is_unspecified)
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        address = None
+    if address is not None:
+        mapped = getattr(address, "ipv4_mapped", None)
+        return address.is_unspecified or bool(mapped is not None and mapped.is_unspecified)
+    if not _INET_ATON.match(text):
+        return False  # a host name (SGLang resolves it; a name is not judged here)
+    try:
+        return socket.inet_aton(text) == bytes(4)
+    except OSError:
+        return False
 
 
-def sglang_firewall_findings(args, enabled=False, open_bind_ok=False, sources=None, ports=None):
-    """[{"severity": "error"|"warning", "msg": text}] for lint.yml. `args`: sglang_server_args
-    (its `host`); `sources`: sglang_firewall_sources' result; `ports`: the filtered ports."""
-    findings = []
-    args = args or {}
-    host = args.get("host", None) if isinstance(args, dict) else None
+def _unit_input_findings(unit):
+    """Errors for the unit template's variables (UNIT_INPUTS), in the server's words."""
+    found = []
+    for name, value in (unit or {}).items():
+        if name not in UNIT_INPUTS or value is None:
+            continue
+        kind = UNIT_INPUTS[name]
+        own = _inputs.unit_input_findings(name, value, "text" if kind == "nft-name" else kind)
+        found += own
+        if kind == "nft-name" and not own and not _NFT_NAME.match(str(value)):
+            found.append({"rule": "input-nft-name", "flag": name, "message": (
+                f"{str(value)!r} is not an nftables table name: it is written into the ruleset and "
+                "the unit's ExecStop"), "fix": "a letter, then letters, digits and '_', e.g. sglang_firewall"})
+    return [{"severity": "error", "msg": f"{f['flag']} [{f['rule']}] {f['message']} Fix: {f['fix']}"}
+            for f in found]
+
+
+def sglang_firewall_findings(flags, enabled=False, open_bind_ok=False, sources=None, ports=None, unit=None):
+    """[{"severity": "error"|"warning", "msg": text}] for lint.yml. `flags`: sglang_server_flags,
+    the normalised flags the unit is rendered from (its `host`: "--host" and "host" are one flag
+    there); `sources`: sglang_firewall_sources' result; `ports`: the filtered ports; `unit`: the
+    UNIT_INPUTS variables."""
+    findings = _unit_input_findings(unit)
+    flags = flags or {}
+    host = flags.get("host", None) if isinstance(flags, dict) else None
     if sglang_firewall_wildcard(host) and not enabled and not open_bind_ok:
         findings.append({"severity": "error", "msg": (
-            f"sglang_server_args.host is {host!r} (every address of the host) and sglang_firewall_enabled is false: "
-            "anyone who reaches the host reaches the SGLang port. Fix: bind a declared address "
-            "(sglang_server_args.host), or turn the firewall on (sglang_firewall_enabled: true, sglang_firewall_allow: "
-            "[your client networks]); sglang_firewall_open_bind_ok: true accepts it for hosts on a private network")})
+            f"--host [firewall-open-bind] {host!r} (sglang_server_args) binds every address of the host "
+            "and sglang_firewall_enabled is false: anyone who reaches the host reaches the SGLang port. Fix: bind "
+            "a declared address (sglang_server_args host), or turn the firewall on (sglang_firewall_enabled: true, "
+            "sglang_firewall_allow: [your client networks]); sglang_firewall_open_bind_ok: true accepts it for "
+            "hosts on a private network")})
     if not enabled:
         return findings
     for port in ports if ports is not None else []:

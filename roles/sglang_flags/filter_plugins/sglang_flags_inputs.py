@@ -13,7 +13,11 @@ lint report, instead of a unit that systemd reads differently than the inventory
 * ports 1-65535; tp/dp/ep/pp sizes and nnodes integers >= 1;
 * environment names ``[A-Za-z_][A-Za-z0-9_]*``;
 * no ``api-key``/``admin-api-key`` flag: sglang_server_api_key and sglang_server_admin_api_key
-  carry them, outside the command line (KEY_FLAGS);
+  carry them, outside the command line; no ``config`` flag: its file would set flags no check
+  here reads (REFUSED_FLAGS);
+* no flag value or list item that starts with ``-`` unless it is a number (``-1``): argv
+  gives every item its own token, and SGLang's argparse reads ``--api-key`` among a list's
+  items as the flag (DASH_VALUE);
 * the sglang_server variables templated into the unit or its file names (UNIT_INPUTS):
   user name, absolute paths without ``..``, a unit name without ``/``, integers.
 """
@@ -69,9 +73,26 @@ SIZE_DESTS = {"tp_size", "dp_size", "ep_size", "pp_size", "nnodes"}
 SIZE_NAMES = {"tp", "tp-size", "tensor-parallel-size", "dp", "dp-size", "data-parallel-size",
               "ep", "ep-size", "expert-parallel-size", "pp", "pp-size", "pipeline-parallel-size",
               "nnodes"}
-# SGLang's key flags and the role variables that carry them instead (a root-only file given
-# with --config; roles/sglang_server/README.md): never on the command line
-KEY_FLAGS = {"api-key": "sglang_server_api_key", "admin-api-key": "sglang_server_admin_api_key"}
+# Flags never taken from sglang_server_args: (rule, why, fix). The keys reach SGLang through a
+# root-only file that roles/sglang_server gives with --config (tasks/render.yml); a --config of
+# the inventory's own would set any flag from a file that the lint, the firewall and drift
+# never read. The key values are secrets: never quoted in a finding.
+_KEY_WHY = ("--{flag} on the command line shows in ps, /proc/*/cmdline, `systemctl cat/show` "
+            "and the unit file")
+_KEY_FIX = ("remove it from sglang_server_args and set {var} (vault-encrypted): it reaches SGLang "
+            "through a root-only file given with --config")
+REFUSED_FLAGS = {
+    "api-key": ("input-key-flag", _KEY_WHY, _KEY_FIX.format(var="sglang_server_api_key")),
+    "admin-api-key": ("input-key-flag", _KEY_WHY, _KEY_FIX.format(var="sglang_server_admin_api_key")),
+    "config": ("input-config-flag", "--config FILE.yaml sets any SGLang flag from a file that the lint, the firewall "
+               "and drift never read (and roles/sglang_server gives --config itself, for the keys file)",
+               "remove it and write each flag of that file into sglang_server_args; the keys go into "
+               "sglang_server_api_key / sglang_server_admin_api_key"),
+}
+# A value may start with '-' only as a number: SGLang 0.5.23 has flags whose value is -1
+# (--mamba-max-states-per-path, --offload-group-size: default -1 in
+# files/catalogs/sglang-0.5.23.json), and argparse reads a negative number as a value.
+_NUMBER_RE = re.compile(r"^-(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # systemd's valid_user_group_name(), or a numeric uid
 _USER_RE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_-]{0,30}|[0-9]+)$")
@@ -164,8 +185,11 @@ def _list_findings(name, value, kind):
     return findings
 
 
-def _unit_input_findings(name, value):
-    kind = UNIT_INPUTS[name]
+def unit_input_findings(name, value, kind=None):
+    """The findings on one variable that a unit is made of, by its kind (UNIT_INPUTS' kinds;
+    "text": control characters only). Other roles' units go through it too
+    (roles/sglang_firewall/filter_plugins/sglang_firewall.py)."""
+    kind = kind or UNIT_INPUTS[name]
     if isinstance(kind, tuple):
         return _int_finding(name, value, kind[1])
     if kind == "bool":
@@ -250,18 +274,22 @@ def _flag_findings(flags, catalog, renamed):
     full_names = {flag: _catalog.full_name(flag, catalog) for flag in flags}
     for flag, value in flags.items():
         var, full = f"sglang_server_args['{flag}']", full_names[flag]
-        if full in KEY_FLAGS:  # the value is a secret: never quoted in a finding
-            findings.append(_finding(
-                "input-key-flag", var, "<redacted>",
-                f"--{full} on the command line shows in ps, /proc/*/cmdline, `systemctl cat/show` "
-                "and the unit file",
-                f"remove it from sglang_server_args and set {KEY_FLAGS[full]} (vault-encrypted): it "
-                "reaches SGLang through a root-only file given with --config", CHECKS, flag))
+        if full in REFUSED_FLAGS:  # a key is a secret: no value is quoted in this finding
+            rule, why, fix = REFUSED_FLAGS[full]
+            findings.append(_finding(rule, var, "<redacted>", why.format(flag=full), fix, CHECKS, flag))
             continue
         values = _values(value)
         bad = [v for v in values if _control(v)]
         if bad:
             findings += _control_finding(var, bad[0], flag)
+            continue
+        dashed = [v for v in values if v.startswith("-") and not _NUMBER_RE.match(v)]
+        if dashed:
+            findings.append(_finding(
+                "input-dash-value", var, dashed[0],
+                f"the value {dashed[0]!r} starts with '-': every value is its own argument of "
+                f"ExecStart, and SGLang's argparse reads it as a flag, not as a value of --{flag}",
+                "remove it; a value may start with '-' only as a number (-1)", CHECKS, flag))
             continue
         findings += _catalog.name_findings(flag, value, catalog, renamed)
         dest = _catalog.entry(full, catalog).get("dest")
@@ -308,7 +336,7 @@ def sglang_flags_inputs(args, env=None, unit=None, catalog=None, rules=None, ver
     findings += _env_findings(env)
     for name, value in (unit or {}).items():
         if name in UNIT_INPUTS and value is not None:
-            findings += _unit_input_findings(name, value)
+            findings += unit_input_findings(name, value)
     return findings
 
 

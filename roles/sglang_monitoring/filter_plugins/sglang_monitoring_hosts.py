@@ -4,7 +4,8 @@
 """Filters of the sglang_monitoring role: what Prometheus needs to know about each SGLang host.
 
 - sglang_monitoring_hosts(hostnames, hostvars, defaults): one plain dict per SGLang host
-  (address, port, labels, the thresholds of its alert rules), read from the host's own variables.
+  (address, port, labels, the thresholds of its alert rules), read from the host's own variables;
+  its flags through the one flag model (launch_flags), as its unit is rendered from them.
 - sglang_monitoring_flag_hash(args): the flag-set hash the speed gates key their baselines by,
   from the one flag model (module_utils/sglang_flags_model.py at the repository's root: flag
   names folded, false/null dropped, secrets left out).
@@ -53,6 +54,20 @@ PER_HOST_KEYS = ("sglang_monitoring_node_exporter", "sglang_monitoring_dcgm",
 def flag_hash(args):
     """The flag-set hash of the speed gates' baselines, of inventory flags as written."""
     return MODEL.flag_hash(MODEL.normalize_args(args or {}))
+
+
+def launch_flags(name, hv):
+    """The host's flags as its unit is rendered from them: sglang_server_flags where this run
+    set it (roles/sglang_flags, tasks_from: model), else the host's sglang_server_args through
+    the same model (names folded: "--port" is "port"; false/null dropped). Another host's
+    variables are all there is here (playbooks/monitoring.yml runs on the monitoring hosts)."""
+    flags = _var(hv, "sglang_server_flags")
+    if isinstance(flags, dict):
+        return flags
+    try:
+        return MODEL.normalize_args(_var(hv, "sglang_server_args"))
+    except MODEL.FlagModelError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc))
 
 
 def _blank(value):
@@ -119,9 +134,7 @@ def host_entry(name, hv, defaults):
     """One SGLang host's plain dict."""
     defaults = defaults or {}
     per_host = {key: _var(hv, key, defaults.get(key)) for key in PER_HOST_KEYS}
-    args = _var(hv, "sglang_server_args") or {}
-    if not isinstance(args, dict):
-        raise AnsibleFilterError("%s: sglang_server_args must be a mapping, got %r" % (name, args))
+    args = launch_flags(name, hv)
     expected = _var(hv, "sglang_verify_expected_args") or args
     port = args.get("port") or 30000
     connect = _var(hv, "ansible_host") or name
