@@ -127,14 +127,15 @@ def test_quality_and_gsm8k_run_against_the_keyed_server():
     lines = [{"question": q, "answer": "#### %s" % a} for q, a in
              (("What is 2+2?", 4), ("What is 3+5?", 8), ("What is 2+3?", 5))]
     sh(HOST, "printf '%s\\n' " + " ".join("'%s'" % json.dumps(x) for x in lines) + " > /root/gsm8k-tiny.jsonl")
-    extra = {"sglang_verify_gsm8k_data": "/root/gsm8k-tiny.jsonl", "sglang_verify_gsm8k_shots": 1,
-             "sglang_verify_gsm8k_max_tokens": 16, "sglang_verify_gsm8k_min_score": 0.5}
+    # the quick gate (no concurrency sweep): gsm8k and the quality check are what this test is about
+    extra = {"sglang_verify_quick": True, "sglang_verify_gsm8k_data": "/root/gsm8k-tiny.jsonl",
+             "sglang_verify_gsm8k_shots": 1, "sglang_verify_gsm8k_max_tokens": 16, "sglang_verify_gsm8k_min_score": 0.5}
     rc, OUT["verify gsm8k"], took = playbook("playbooks/verify.yml", extra, expect_rc=None, args=VAULT)
     assert rc != 0
     assert "gsm8k accuracy 0.000 on 2 questions is under the floor 0.5" in OUT["verify gsm8k"], \
         OUT["verify gsm8k"][-3000:]
     assert not leaks(OUT["verify gsm8k"])
-    figure(f"verify.yml with gsm8k (SGLang's evaluator, 2 questions, 1-shot) and the quality check: {took:.0f} s")
+    figure(f"verify.yml's quick gate with gsm8k (SGLang's evaluator, 2 questions, 1-shot) and the quality check: {took:.0f} s")
 
 
 def test_check_diff_run_changes_nothing_and_shows_no_key():
