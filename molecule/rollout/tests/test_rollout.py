@@ -246,6 +246,9 @@ def fixture_revision2(tmp_path_factory):
     import hub_layout
     from hub_endpoint import HubEndpoint
 
+    # the fleet's shared storage (.cache/fleet-store, mounted at /srv/fleet-store) starts empty, as
+    # on a fresh clone: an earlier run of this scenario in the same checkout left the revision there
+    shutil.rmtree(ROOT / ".cache" / "fleet-store" / "tiny-qwen2", ignore_errors=True)
     src = tmp_path_factory.mktemp("revision2") / "tiny-qwen2"
     shutil.copytree(hub_layout.TINY_QWEN2, src)
     (src / "NOTES.md").write_text("revision 2 of the tiny model\n", encoding="utf-8")
