@@ -70,18 +70,11 @@ from ansible.module_utils.sglang_verify_baseline import (
 from ansible.module_utils.sglang_flags_model import flag_hash, redact_flags
 from ansible.module_utils.sglang_quality import accept_length_gate, gate as quality_gate
 from ansible.module_utils.sglang_verify_gsm8k import gsm8k_gate
-from ansible.module_utils.sglang_verify_gates import evaluate_gates
+from ansible.module_utils.sglang_verify_gates import evaluate_gates, limit_value
 from ansible.module_utils.sglang_verify_render import RUN_ARGS, console_lines
 from ansible.module_utils.sglang_verify_store import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
-
-
-def _limit(value):
-    """An inventory limit: None, "" and "none" mean no limit."""
-    if value is None or str(value).strip().lower() in ("", "none", "null"):
-        return None
-    return float(value)
 
 
 def main():
@@ -125,10 +118,11 @@ def main():
     passed, failures, rows = evaluate_gates(result, p["gates"])
     tg, quality = p["task_gates"], result.get("quality") or {}
     g_row, g_failures, decided = gsm8k_gate(result.get("gsm8k"), quality.get("reference_task"),
-                                            _limit(tg.get("gsm8k_min_score")), _limit(tg.get("gsm8k_max_drop_se")))
+                                            limit_value(tg.get("gsm8k_min_score")),
+                                            limit_value(tg.get("gsm8k_max_drop_se")))
     q_rows, q_failures = quality_gate(quality, wants_reset(p["quality_accept"], p["host"]), decided)
-    a_rows, a_failures = accept_length_gate(quality, _limit(tg.get("spec_accept_min_ratio")),
-                                            _limit(tg.get("spec_accept_min_length")))
+    a_rows, a_failures = accept_length_gate(quality, limit_value(tg.get("spec_accept_min_ratio")),
+                                            limit_value(tg.get("spec_accept_min_length")))
     rows += q_rows + ([g_row] if g_row else []) + a_rows
     failures += q_failures + g_failures + a_failures
     passed = passed and not (q_failures or g_failures or a_failures)

@@ -20,7 +20,7 @@ def evaluate_gates(result, gates):
     """
     failures = list(result.get("failures") or [])
     rows = []
-    gates = dict((k, _num(v) if k.endswith(("_tps", "_ms", "_ratio", "_samples", "_k")) else _bool(v))
+    gates = dict((k, limit_value(v) if k.endswith(("_tps", "_ms", "_ratio", "_samples", "_k")) else _bool(v))
                  for k, v in (gates or {}).items())
     single = result.get("single_stream") or {}
     tps = single.get("decode_tps")
@@ -64,7 +64,7 @@ def _bool(v):
     return bool(v)
 
 
-def _num(v):
+def limit_value(v):
     """A gate limit from the inventory: None, "", "None" and "null" mean no gate."""
     if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none", "null")):
         return None

@@ -121,9 +121,9 @@ def run_quality(client, q, model_path, server, check_mode=False, task=None):
             out["requests"] += 1
         own.append(dict(scored, id=prompt.get("id") or "p%02d" % i, prompt_ids=prompt_ids, ids=free_ids))
     if compare:
-        summary = summarize(per_prompt)
-        level, reasons = judge(summary, q.get("same"), q.get("tolerance"), not _same_model(model, ref.get("model") or {}))
-        out.update(level=level, reasons=reasons, summary=summary, model_changed=not _same_model(model, ref.get("model") or {}),
+        summary, changed = summarize(per_prompt), not _same_model(model, ref.get("model") or {})
+        level, reasons = judge(summary, q.get("same"), q.get("tolerance"), changed)
+        out.update(level=level, reasons=reasons, summary=summary, model_changed=changed,
                    per_prompt=[dict((kk, v) for kk, v in r.items() if kk != "_sums") for r in per_prompt],
                    worst=describe_worst(per_prompt, prompts))
     elif "level" not in out:
