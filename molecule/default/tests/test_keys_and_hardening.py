@@ -122,17 +122,22 @@ def test_quality_and_gsm8k_run_against_the_keyed_server():
     recorded (a key changes no numerics: `same`). Then gsm8k with SGLang's own evaluator
     (sglang.test.run_eval from the host's ML environment, the key through its environment) on a
     small file in gsm8k's format: the tiny model cannot do arithmetic in gsm8k's prompt, so its
-    real score, 0, is under the floor of 0.5 and the verification fails, naming both."""
+    real score, 0, is under the floor of 0.5 and the verification fails, naming both. The same run
+    expects page size 16, which the CPU server does not resolve: that fails it too, quoting both."""
     assert re.search(r"quality +same: top-1 1\.0,", OUT["deploy -v"]), OUT["deploy -v"][-3000:]
     lines = [{"question": q, "answer": "#### %s" % a} for q, a in
              (("What is 2+2?", 4), ("What is 3+5?", 8), ("What is 2+3?", 5))]
     sh(HOST, "printf '%s\\n' " + " ".join("'%s'" % json.dumps(x) for x in lines) + " > /root/gsm8k-tiny.jsonl")
     # the quick gate (no concurrency sweep): gsm8k and the quality check are what this test is about
     extra = {"sglang_verify_quick": True, "sglang_verify_gsm8k_data": "/root/gsm8k-tiny.jsonl",
-             "sglang_verify_gsm8k_shots": 1, "sglang_verify_gsm8k_max_tokens": 16, "sglang_verify_gsm8k_min_score": 0.5}
+             "sglang_verify_gsm8k_shots": 1, "sglang_verify_gsm8k_max_tokens": 16, "sglang_verify_gsm8k_min_score": 0.5,
+             # and a resolved value the CPU server does not pick (it resolves page size 1)
+             "sglang_verify_expect_resolved": {"attention_backend": "torch_native", "page_size": 16}}
     rc, OUT["verify gsm8k"], took = playbook("playbooks/verify.yml", extra, expect_rc=None, args=VAULT)
     assert rc != 0
     assert "gsm8k accuracy 0.000 on 2 questions is under the floor 0.5" in OUT["verify gsm8k"], \
+        OUT["verify gsm8k"][-3000:]
+    assert "resolved: page_size is 1 on the server, the profile expects 16" in OUT["verify gsm8k"], \
         OUT["verify gsm8k"][-3000:]
     assert not leaks(OUT["verify gsm8k"])
     figure(f"verify.yml's quick gate with gsm8k (SGLang's evaluator, 2 questions, 1-shot) and the quality check: {took:.0f} s")

@@ -119,12 +119,16 @@ def test_1_valid_change_rolls_one_host_at_a_time():
 def test_2_gate_failure_stops_after_first_host_and_restores_it():
     before = {h: unit_state(h) for h in HOSTS}
     args = dict(BASE_ARGS, **{"max-total-tokens": 12288})
-    rc, out, _ = deploy({"sglang_server_args": args, "sglang_verify_min_decode_tps": 1000000},
-                        expect_rc=None)
+    # two gates the server does not meet: a speed floor, and a resolved value the CPU server does
+    # not pick (it resolves page size 1); the gate quotes both figures and both values
+    expect = dict(local_vars("verify")["sglang_verify_expect_resolved"], page_size=16)
+    rc, out, _ = deploy({"sglang_server_args": args, "sglang_verify_min_decode_tps": 1000000,
+                         "sglang_verify_expect_resolved": expect}, expect_rc=None)
     assert rc != 0
     assert "molecule-rollout-1" in out and "last-known-good" in out
     assert re.search(r"single-stream decode [0-9.]+ tok/s is under the gate of 1000000(\.0)? tok/s", out), \
         "the failure does not quote the figure under its gate"
+    assert "resolved: page_size is 1 on the server, the profile expects 16" in out, out[-3000:]
     first = HOSTS[0]
     assert "--max-total-tokens 8192" in unit_text(first), "host 1 is not back on its old flags"
     assert unit_state(first)[0] != before[first][0]

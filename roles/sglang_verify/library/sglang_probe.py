@@ -41,6 +41,7 @@ options:
   request_timeout: {description: Seconds allowed for one request., type: int, default: 120}
   expected_args: {description: The inventory's flags (name without dashes -> value)., type: dict, default: {}}
   drift_ignore: {description: Flags left out of the drift comparison., type: list, elements: str, default: []}
+  expect_resolved: {description: "What the server must have resolved (C(/server_info) field -> value, e.g. attention_backend, page_size), checked with drift.", type: dict, default: {}}
   probes: {description: "List of {prompt, expect, match (exact|contains|regex), max_tokens, name}.", type: list, elements: dict, default: []}
   probe_max_tokens: {description: Default C(max_tokens) of a probe., type: int, default: 32}
   probe_stream_agreement: {description: Require the streamed and non-streamed answers to be identical., type: bool, default: true}
@@ -86,7 +87,7 @@ from ansible.module_utils.sglang_flags_model import FlagModelError, redact_launc
 from ansible.module_utils.sglang_prometheus import parse_prometheus_value
 from ansible.module_utils.sglang_start_log import read as read_starts
 from ansible.module_utils.sglang_verify_client import Client, chat_body, single_stream
-from ansible.module_utils.sglang_verify_drift import compare_args
+from ansible.module_utils.sglang_verify_drift import compare_args, compare_resolved
 from ansible.module_utils.sglang_verify_output import detect_garbage, match_answer, quote
 from ansible.module_utils.sglang_verify_gsm8k import run_gsm8k
 from ansible.module_utils.sglang_verify_quality import QualityError, run_quality
@@ -286,6 +287,7 @@ def main():
             request_timeout=dict(type="int", default=120),
             expected_args=dict(type="dict", default={}),
             drift_ignore=dict(type="list", elements="str", default=[]),
+            expect_resolved=dict(type="dict", default={}),
             probes=dict(type="list", elements="dict", default=[]),
             probe_max_tokens=dict(type="int", default=32),
             probe_stream_agreement=dict(type="bool", default=True),
@@ -348,6 +350,8 @@ def main():
                 result["drift"] = compare_args(p["expected_args"], info, p["drift_ignore"])
             except FlagModelError as exc:
                 failures.append("drift: %s" % exc)
+            if p["expect_resolved"]:
+                result["resolved"] = compare_resolved(p["expect_resolved"], info, p["expected_args"])
     if "probes" in checks:
         probes, pf = timed("probes", run_probes, client, model, p)
         result["probes"] = probes

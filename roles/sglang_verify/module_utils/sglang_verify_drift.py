@@ -92,6 +92,47 @@ def compare_args(expected, server_info, ignore=()):
 _MISSING = object()
 
 
+def compare_resolved(expected, server_info, asked=None):
+    """The profile's expectations on what SGLang resolved (``/server_info`` fields such as
+    ``attention_backend`` or ``page_size``) against the running server.
+
+    SGLang replaces some choices on its own at start-up and says nothing (a backend or a page
+    size picked for another flag); the launch flags then match the inventory while the server
+    runs something else. ``expected``: field -> value (a flag spelling, ``page-size``, is read
+    as its field). A field the server does not show is a mismatch too: an expectation that
+    cannot be checked protects nothing. ``asked``: the flags the server was launched with
+    (name -> value); where they ask another value for an expected field (a sweep candidate
+    trying another backend), the expectation does not apply and is listed as skipped.
+    Returns a dict: ok, checked, mismatches[{field, expected, actual}], skipped[{field, expected, asked}].
+    """
+    asked_fields = dict((field_for_flag(flag), value) for flag, value in fold_args(asked or {}).items())
+    mismatches, skipped = [], []
+    for name in sorted(expected or {}):
+        field = field_for_flag(normalize_flag(name)) if "-" in name else name
+        want = expected[name]
+        if field in asked_fields and not (_same_resolved(want, asked_fields[field])
+                                          or _resolved_matches(field, asked_fields[field], want)):
+            skipped.append({"field": field, "expected": want, "asked": asked_fields[field]})
+            continue
+        actual = server_info.get(field, _MISSING)
+        if actual is _MISSING:
+            mismatches.append({"field": field, "expected": want, "actual": "(not in /server_info)"})
+        elif not _same_resolved(want, actual):
+            mismatches.append({"field": field, "expected": want, "actual": actual})
+    return {"ok": not mismatches, "checked": len(expected or {}) - len(skipped),
+            "mismatches": mismatches, "skipped": skipped}
+
+
+def _same_resolved(want, actual):
+    """An expectation met: the same value as the flag model compares them (numbers
+    numerically, case-insensitive names); null expects the field unset."""
+    if want is None or actual is None:
+        return want is None and actual is None
+    if isinstance(want, bool) or isinstance(actual, bool):
+        return str(want).lower() == str(actual).lower()
+    return str(norm_value(want)).lower() == str(norm_value(actual)).lower()
+
+
 def _display(flag, v):
     if flag in SECRET_FLAGS:
         return "<redacted>"

@@ -39,6 +39,12 @@ def evaluate_gates(result, gates):
             failures.append("drift: flags not in the inventory: " + ", ".join(
                 "--%s" % e["flag"] for e in drift["extra"]))
 
+    # what SGLang resolved against the profile's expectations: a backend swapped at start-up
+    # is a different server than the one tuned and measured, whatever the drift settings
+    for m in (result.get("resolved") or {}).get("mismatches") or []:
+        failures.append("resolved: %s is %r on the server, the profile expects %r (sglang_verify_expect_resolved)"
+                        % (m["field"], m["actual"], m["expected"]))
+
     if result.get("single_stream") is not None:
         if tps is None:
             failures.append("single-stream benchmark produced no decode figure (%s)" % (

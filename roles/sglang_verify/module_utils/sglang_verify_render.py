@@ -181,7 +181,9 @@ def render_summary_md(report):
         fails = h.get("failures") or []
         drift = res.get("drift") or {}
         sweep = res.get("sweep") or {}
-        if not (fails or drift.get("extra") or drift.get("resolved") or sweep.get("note") or res.get("quality")):
+        expect = res.get("resolved") or {}
+        if not (fails or drift.get("extra") or drift.get("resolved") or sweep.get("note") or res.get("quality")
+                or expect.get("checked") or expect.get("skipped")):
             continue
         out.append("## %s" % host)
         out.append("")
@@ -195,6 +197,13 @@ def render_summary_md(report):
             out.append("- flag on the server, not in the inventory: `--%s %s`" % (e["flag"], e["value"]))
         for r in drift.get("resolved") or []:
             out.append("- `--%s %s` resolved by SGLang to `%s`" % (r["flag"], r["asked"], r["resolved"]))
+        if expect.get("checked"):
+            out.append("- resolved arguments: %d expected, %s" % (expect["checked"], "all as expected" if expect.get("ok")
+                       else "%d not: " % len(expect["mismatches"]) + ", ".join(
+                           "`%s` %s (expected %s)" % (m["field"], m["actual"], m["expected"]) for m in expect["mismatches"])))
+        for m in expect.get("skipped") or []:
+            out.append("- resolved `%s`: not checked, the flags ask %s (the profile expects %s)" % (
+                m["field"], m["asked"], m["expected"]))
         if sweep.get("note"):
             out.append("- sweep: %s" % sweep["note"])
         out.append("")
