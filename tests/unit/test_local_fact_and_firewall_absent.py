@@ -54,3 +54,16 @@ def test_a_ruleset_left_without_its_unit_is_removed(tmp_path, run_module):
     out = run_module(sglang_firewall_absent, _args(tmp_path))
     assert out["changed"] is True and out["removed"] == [str(tmp_path / "sglang-firewall.nft")]
     assert not (tmp_path / "sglang-firewall.nft").exists()
+
+
+def test_the_server_units_drop_in_goes_with_the_firewall(tmp_path, run_module):
+    """Off means the server's start check (docs/firewall.md, Fail closed) goes too: a drop-in left
+    behind would keep the server down for a table that is no longer wanted. Check mode names it
+    and keeps it; the removal itself (with its daemon-reload) is the Molecule default scenario's
+    test_firewall_off_opens_the_port_again."""
+    dropin = tmp_path / "sglang.service.d" / "sglang-firewall.conf"
+    dropin.parent.mkdir()
+    dropin.write_text("[Service]\nExecStartPre=+/bin/true\n")
+    args = dict(_args(tmp_path), server_dropin=str(dropin))
+    out = run_module(sglang_firewall_absent, args, check_mode=True)
+    assert out["changed"] is True and out["removed"] == [str(dropin)] and dropin.exists()

@@ -173,7 +173,10 @@ def test_unit_variables_are_refused_by_the_servers_checks(name, value, rule, fix
 def test_the_defaults_pass_the_unit_checks():
     with open(os.path.join(ROLE, "defaults", "main.yml"), encoding="utf-8") as fh:
         defaults = yaml.safe_load(fh)
-    unit = {k: defaults[k] for k in f.UNIT_INPUTS}
+    # the server's unit name defaults to sglang_server_service_name, rendered by Ansible
+    unit = {k: defaults[k] for k in f.UNIT_INPUTS if "{{" not in str(defaults[k])}
+    assert set(f.UNIT_INPUTS) - set(unit) == {"sglang_firewall_server_service"}
+    unit["sglang_firewall_server_service"] = "sglang"
     assert f.sglang_firewall_findings({}, enabled=True, sources=f.sglang_firewall_sources(["10.0.0.0/8"]),
                                       ports=[30000], unit=unit) == []
 

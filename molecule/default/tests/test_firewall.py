@@ -1,7 +1,8 @@
 """roles/sglang_firewall on the deployed host, through `deploy.yml --tags firewall`: the SGLang
 port admits the controller (the address the host sees its packets come from) and refuses a second
 container on the same network with a TCP reset; other ports stay open; the server keeps running;
-a second run changes nothing; --check reports a change and applies none. The last test turns the
+a second run changes nothing; the port filtered is the one the server listens on; a ruleset that
+fails to load keeps the server down (fail closed); --check reports a change and applies none. The last test turns the
 firewall off again (the local profile's setting), so the scenario's other tests see the host as
 deployed; the module's fixture does it too if a test failed half way.
 
@@ -107,6 +108,48 @@ def test_other_ports_are_not_filtered(controller):
     assert sh(HOST, "nft list tables") == "table inet sglang_firewall"
 
 
+def listening_port():
+    """The TCP port the SGLang process really listens on (ss, by the unit's main PID)."""
+    pid = sh(HOST, "systemctl show -p MainPID --value sglang")
+    ports = {line.split()[3].rsplit(":", 1)[1] for line in sh(HOST, "ss -ltnpH").splitlines()
+             if f"pid={pid}," in line}
+    assert len(ports) == 1, f"sglang (pid {pid}) listens on {ports or 'nothing'}"
+    return int(ports.pop())
+
+
+def test_the_port_filtered_is_the_port_the_server_listens_on(controller):
+    port = listening_port()
+    assert f"tcp dport {port}" in sh(HOST, "nft list chain inet sglang_firewall sglang_port"), \
+        sh(HOST, "nft list chain inet sglang_firewall sglang_port")
+
+
+def test_a_ruleset_that_fails_to_load_keeps_the_server_down(controller):
+    """Fail closed (docs/firewall.md): the ruleset file broken, the firewall unit restarted (its
+    stop deletes the table, its start fails), then the server restarted: it stays down, its port
+    closed, its journal naming the missing table. The ruleset put back, it serves again."""
+    ruleset = "/etc/nftables.d/sglang-firewall.nft"
+    assert "After=sglang-firewall.service" in sh(HOST, "systemctl cat sglang")
+    since = sh(HOST, "date +%s")
+    sh(HOST, f"cp {ruleset} /root/ruleset.good && echo 'this is not nft' >> {ruleset}")
+    try:
+        sh(HOST, "systemctl restart sglang-firewall || true")
+        assert sh(HOST, "systemctl is-active sglang-firewall || true") == "failed"
+        assert sh(HOST, "nft list tables") == ""
+        sh(HOST, "systemctl restart sglang || true")
+        time.sleep(3)
+        assert sh(HOST, "systemctl is-active sglang || true") in ("failed", "activating"), \
+            sh(HOST, "systemctl status sglang --no-pager || true")
+        assert sh(HOST, f"ss -ltnH 'sport = :{PORT}'") == "", "the server listens without its firewall"
+        journal = sh(HOST, f"journalctl -u sglang --since @{since} --no-pager -o cat")
+        assert "table inet sglang_firewall is not loaded, so the server stays down (fail closed)" in journal, journal[-2000:]
+    finally:
+        sh(HOST, f"cp /root/ruleset.good {ruleset} && systemctl restart sglang-firewall"
+                 " && systemctl reset-failed sglang && systemctl restart sglang")
+    # serving again: a real generation answered (up to 240 s, the local profile's ready timeout)
+    sh(HOST, f"timeout 240 sh -c 'until curl -sf -o /dev/null http://127.0.0.1:{PORT}/health_generate; do sleep 2; done'")
+    assert ask(ip_of(HOST)) == "OK"
+
+
 def test_check_mode_reports_the_change_and_applies_none(controller):
     extra = {"sglang_firewall_enabled": True, "sglang_firewall_allow": [controller, "198.51.100.0/24"]}
     changed, out, _ = firewall(extra, args=("--check", "--diff"))
@@ -120,5 +163,7 @@ def test_firewall_off_opens_the_port_again(controller):
     assert changed > 0
     assert sh(HOST, "nft list tables") == ""
     assert sh(HOST, "test -e /etc/systemd/system/sglang-firewall.service && echo yes || echo no") == "no"
+    assert sh(HOST, "test -e /etc/systemd/system/sglang.service.d/sglang-firewall.conf && echo yes || echo no") == "no"
+    assert "sglang-firewall" not in sh(HOST, "systemctl cat sglang")
     assert probe() == (0, "200")
     assert ask(ip_of(HOST)) == "OK"

@@ -33,6 +33,7 @@ _inputs = _load(__file__, "../../sglang_flags/filter_plugins/sglang_flags_inputs
 UNIT_INPUTS = {
     "sglang_firewall_ruleset_path": "path",
     "sglang_firewall_service_name": "unit-name",
+    "sglang_firewall_server_service": "unit-name",
     "sglang_firewall_table": "nft-name",
 }
 _NFT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")

@@ -31,6 +31,9 @@ options:
     description: The C(inet) table of the ruleset.
     type: str
     required: true
+  server_dropin:
+    description: The drop-in of the server's unit that keeps it down without the table; removed too.
+    type: path
 author: sglang-deploy
 """
 
@@ -71,6 +74,7 @@ def main():
             unit_dir=dict(type="path", default="/etc/systemd/system"),
             ruleset_path=dict(type="path", required=True),
             table=dict(type="str", required=True),
+            server_dropin=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -83,13 +87,15 @@ def main():
         removed.append(f"unit {unit} (stopped, disabled)")
         if not module.check_mode:
             module.run_command(["systemctl", "disable", "--now", unit], check_rc=True)
-    for path in (unit_path, p["ruleset_path"]):
-        if os.path.lexists(path):
+    dropin = p["server_dropin"]
+    dropin_exists = bool(dropin) and os.path.lexists(dropin)
+    for path in (unit_path, p["ruleset_path"], dropin):
+        if path and os.path.lexists(path):
             if path != unit_path:
                 removed.append(path)
             if not module.check_mode:
                 os.unlink(path)
-    if unit_exists and not module.check_mode:
+    if (unit_exists or dropin_exists) and not module.check_mode:
         module.run_command(["systemctl", "daemon-reload"], check_rc=True)
     nft, live = live_table(module, p["table"])
     if live:
