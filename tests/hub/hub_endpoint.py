@@ -20,6 +20,8 @@ Serves the revisions laid out by tests/hub/hub_layout.py (``<root>/<org>/<name>/
   sent, whether an Authorization header came (never its value).
 * Faults (``add_fault``), each used once, in order, by the GETs of one file:
   ``cut_after=N`` sends N bytes of the body and closes the connection; ``status=S`` answers S.
+* ``rate`` (bytes per second, ``--rate``): file bodies are sent at that pace, as over a slow link,
+  so that a transfer lasts long enough to be watched.
 
 Importable (``HubEndpoint(root).start()`` serves in a thread) or run:
 ``python tests/hub/hub_endpoint.py --root DIR --port P [--log FILE] [--add-tiny-qwen2]``.
@@ -33,6 +35,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -167,8 +170,19 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
-        self.wfile.write(body)
+        self.send_body(body, hub.rate)
         self.entry["sent"] = len(body)
+
+    def send_body(self, body, rate):
+        """The body at `rate` bytes per second (all at once without one)."""
+        if not rate:
+            self.wfile.write(body)
+            return
+        chunk = max(int(rate) // 10, 1)
+        for offset in range(0, len(body), chunk):
+            self.wfile.write(body[offset:offset + chunk])
+            self.wfile.flush()
+            time.sleep(0.1)
 
     def answer(self, status, headers, body=b""):
         self.entry["status"] = status
@@ -197,8 +211,8 @@ class Handler(BaseHTTPRequestHandler):
 class HubEndpoint:
     """The endpoint over `root`; ``start()`` serves it in a daemon thread, ``url`` is its address."""
 
-    def __init__(self, root, host="127.0.0.1", port=0, log_file=None):
-        self.root, self.log_file, self.log = root, log_file, []
+    def __init__(self, root, host="127.0.0.1", port=0, log_file=None, rate=None):
+        self.root, self.log_file, self.log, self.rate = root, log_file, [], rate
         self._lock, self._faults, self._entries = threading.Lock(), {}, {}
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
@@ -258,13 +272,14 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log")
+    parser.add_argument("--rate", type=int, help="send file bodies at this many bytes per second")
     parser.add_argument("--add-tiny-qwen2", action="store_true",
                         help="lay the project's tiny model out under --root as %s first" % hub_layout.TINY_QWEN2_REPO)
     args = parser.parse_args(argv)
     if args.add_tiny_qwen2:
         sha = hub_layout.lay_out(hub_layout.TINY_QWEN2, args.root)
         print("%s at revision %s (main)" % (hub_layout.TINY_QWEN2_REPO, sha), flush=True)
-    hub = HubEndpoint(args.root, args.host, args.port, args.log)
+    hub = HubEndpoint(args.root, args.host, args.port, args.log, args.rate)
     print("serving %s on %s (HF_ENDPOINT=%s)" % (args.root, hub.url, hub.url), flush=True)
     try:
         hub.server.serve_forever()

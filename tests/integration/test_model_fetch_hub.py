@@ -128,6 +128,35 @@ def test_cut_connection_resumes_with_a_range_request(hub, big, tmp_path):
     assert result["changed"] and result["bytes"] == BIG + 778
 
 
+def test_a_slow_fetch_can_be_followed_from_the_files_on_disk(hub, big, tmp_path):
+    """The fetch says what it fills (progress_file) and the progress module's measure reads how far
+    it got from the client's temporary files, while the real client downloads at 5 MiB/s; the
+    record is gone when the run ends."""
+    import threading
+
+    from ansible.module_utils import model_files_progress as progress
+
+    hub.rate = 5 * MIB
+    record_path = str(tmp_path / "models" / ".big-weights.progress.json")
+    result, seen = {}, []
+    worker = threading.Thread(target=lambda: result.update(fetch(
+        hub, tmp_path / "models", repo_id=BIG_REPO, revision=big, progress_file=record_path)))
+    worker.start()
+    while worker.is_alive():
+        record = progress.read(record_path)
+        if record:
+            seen.append(progress.measure(record))
+            line = progress.line(record, *seen[-1])
+        time.sleep(0.5)
+    worker.join()
+    print("measured (bytes, files):", seen, "\nlast line:", line)
+    assert result["changed"] and not os.path.exists(record_path)
+    assert record["files"] == {"config.json": 778, WEIGHTS: BIG} and record["phase"] == "fetch"
+    assert seen == sorted(seen), "the bytes done went backwards"
+    assert any(0 < b < BIG for b, _ in seen), "no figure between nothing and everything"
+    assert line.startswith("fetch %s@%s: " % (BIG_REPO, big[:12])) and " of 26.2 MB (" in line
+
+
 def test_failed_run_leaves_finished_files_for_the_next(hub, big, tmp_path):
     """Cut, then the resumed request fails (503): the run fails and keeps the partial directory
     with the finished file; the next run fetches only the unfinished one, and from byte 0: the

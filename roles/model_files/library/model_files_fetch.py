@@ -36,6 +36,8 @@ options:
   verify: {type: str, choices: [quick, full], default: quick, description: "C(quick) (stamp and sizes) or C(full) (hash every file, repair)."}
   min_free_bytes: {type: int, default: 0, description: "Free space that must remain under I(root) after the fetch."}
   free_bytes_override: {type: int, description: "Test only: the free space figure used instead of the file system's."}
+  progress_file: {type: path, description: "While files are fetched or copied: what is being filled, for
+                  C(model_files_progress) to measure (the task runs async); removed when the run ends."}
 """
 
 RETURN = r"""
@@ -56,6 +58,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import model_files_hub as hub
+from ansible.module_utils import model_files_progress as progress
 from ansible.module_utils import model_files_manifest as mf
 
 ARGUMENT_SPEC = dict(
@@ -72,9 +75,10 @@ ARGUMENT_SPEC = dict(
     verify=dict(type="str", choices=["quick", "full"], default="quick"),
     min_free_bytes=dict(type="int", default=0),
     free_bytes_override=dict(type="int"),
+    progress_file=dict(type="path"),
 )
 DEFAULTS = {k: v.get("default") for k, v in ARGUMENT_SPEC.items()}
-COPY_TMP = ".sglang-deploy-copy.tmp"
+COPY_TMP = progress.COPY_TMP
 
 
 class FetchError(Exception):
@@ -161,9 +165,13 @@ class Fetch(object):
             files = {n: {"size": os.path.getsize(os.path.join(src, n)), "sha256": None} for n in mf.list_files(src)}
         return {n: files[n] for n in mf.filter_names(sorted(files), p["allow_patterns"])}
 
-    def fill(self, directory, names):
-        """Fetch or copy `names` into `directory`."""
-        if self.p["source"] == "hub":
+    def fill(self, directory, names, sizes):
+        """Fetch or copy `names` ({name: size} in `sizes`) into `directory`."""
+        hub_source = self.p["source"] == "hub"
+        progress.start(self.p["progress_file"], directory, dict((n, sizes[n]) for n in names),
+                       "%s@%s" % (self.repo, self.sha[:12]) if hub_source else "from %s" % self.p["src_path"],
+                       "fetch" if hub_source else "copy")
+        if hub_source:
             self._hub(hub.download, self.repo, self.sha, directory, names, self.p["endpoint"], self.p["token"])
             return
         tmp = os.path.join(directory, COPY_TMP)
@@ -235,7 +243,7 @@ class Fetch(object):
         self.check_preflight(sum(stamp["files"][n]["size"] for n in bad))
         self.remove(self.dest, bad)
         try:
-            self.fill(self.dest, bad)
+            self.fill(self.dest, bad, dict((n, stamp["files"][n]["size"]) for n in bad))
         finally:
             self.tidy(self.dest)
         still = mf.compare({n: stamp["files"][n] for n in bad}, mf.compute_manifest(self.dest, bad))
@@ -262,12 +270,13 @@ class Fetch(object):
             return self.result(True)
         os.makedirs(self.partial, exist_ok=True)
         self.remove(self.partial, set(present) - set(expected))
-        self.fill(self.partial, sorted(expected) if self.p["source"] == "hub" else todo)
+        sizes = dict((n, expected[n]["size"]) for n in expected)
+        self.fill(self.partial, sorted(expected) if self.p["source"] == "hub" else todo, sizes)
         self.fetched = sum(expected[n]["size"] for n in todo)
         manifest, bad = self.bad_files(self.partial, expected, sorted(expected))
         if bad:  # once more, for exactly those files
             self.remove(self.partial, bad)
-            self.fill(self.partial, bad)
+            self.fill(self.partial, bad, sizes)
             self.fetched += sum(expected[n]["size"] for n in bad)
             again, bad = self.bad_files(self.partial, expected, bad)
             manifest.update(again)
@@ -284,7 +293,11 @@ class Fetch(object):
 
 def run(params, check_mode=False):
     """The module's result for these parameters (defaults filled in); FetchError on failure."""
-    return Fetch(params).run(check_mode)
+    progress.finish(dict(DEFAULTS, **params)["progress_file"])  # a killed run's record
+    try:
+        return Fetch(params).run(check_mode)
+    finally:
+        progress.finish(dict(DEFAULTS, **params)["progress_file"])
 
 
 def main():
