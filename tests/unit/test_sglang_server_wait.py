@@ -91,3 +91,50 @@ def test_the_start_log_keeps_the_newest_records(tmp_path):
     for i in range(7):
         sglang_server_wait.record_start(str(log), {"n": i}, keep=5)
     assert [json.loads(line)["n"] for line in log.read_text().splitlines()] == [2, 3, 4, 5, 6]
+
+
+@pytest.fixture(name="slow")
+def fixture_slow(monkeypatch, tmp_path):
+    """A unit that starts and keeps loading (503) until `ready` is set; NRestarts as given."""
+    unit = {"state": "inactive", "restarts": 0, "ready": False, "journal": "Load weight begin. avail mem=70.1 GB"}
+
+    def unit_state(module, name):
+        return {"LoadState": "loaded", "ActiveState": unit["state"], "SubState": "running", "MainPID": "7",
+                "NRestarts": str(unit["restarts"]), "InvocationID": "abc", "ExecMainStartTimestampMonotonic": "0"}
+
+    def run_command(self, argv, check_rc=False, **kwargs):
+        if argv[0] == "journalctl":
+            return 0, unit["journal"] + "\n", ""
+        unit["state"] = "activating"
+        return 0, "", ""
+
+    monkeypatch.setattr(sglang_server_wait, "unit_state", unit_state)
+    monkeypatch.setattr(sglang_server_wait.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(sglang_server_wait, "request",
+                        lambda url, timeout=0, headers=None: (200, "") if unit["ready"] else (503, ""))
+    unit["args"] = dict(ARGS, report_every=1, interval=0.1, wait_id="h1-1", state_dir=str(tmp_path))
+    return unit
+
+
+def test_a_long_start_reports_its_progress_and_the_calls_make_one_wait(slow, run_module):
+    first = run_module(sglang_server_wait, slow["args"])
+    assert first["ready"] is False and first["changed"] is True and first["started"] is True
+    assert first["progress_line"].startswith("sglang.service starting for 1 s of at most 900 s (HTTP 503); "
+                                             "newest journal line: Load weight begin. avail mem=70.1 GB")
+    # the next call of the same wait starts nothing again, and still says the wait started the unit
+    slow["ready"] = True
+    second = run_module(sglang_server_wait, slow["args"])
+    assert second["ready"] is True and second["changed"] is True and second["elapsed"] >= 1.0
+
+
+def test_a_restart_between_two_calls_is_a_crash(slow, run_module, monkeypatch):
+    state = {"restarts": 0}
+    monkeypatch.setattr(sglang_server_wait, "unit_state", lambda module, name: {
+        "LoadState": "loaded", "ActiveState": "activating", "SubState": "start", "MainPID": "7",
+        "NRestarts": str(state["restarts"]), "InvocationID": "abc", "ExecMainStartTimestampMonotonic": "0"})
+    assert run_module(sglang_server_wait, slow["args"])["ready"] is False
+    state["restarts"] = 1  # systemd restarted it after a crash while Ansible was between calls
+    out = run_module(sglang_server_wait, slow["args"])
+    assert out["failed"] and "exited while starting" in out["msg"]
+    # a new wait (another id) takes the restart count as it finds it
+    assert run_module(sglang_server_wait, dict(slow["args"], wait_id="h1-2"))["ready"] is False

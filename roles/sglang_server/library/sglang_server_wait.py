@@ -56,6 +56,22 @@ options:
     description: The ml_env generation the server runs from (recorded with the start).
     type: str
     default: ""
+  report_every:
+    description:
+      - Seconds after which a call that is still waiting returns (C(ready=false)) with a
+        C(progress_line) (elapsed time and the server's newest journal line), for a task that
+        repeats it with C(until) and C(retries); 0 waits the whole I(timeout) in one call. The
+        calls of one wait share I(wait_id): the start, the restart count and the clock carry over.
+    type: int
+    default: 0
+  wait_id:
+    description: Identifies one wait across its calls (I(report_every)); a new id starts a new wait.
+    type: str
+    default: ""
+  state_dir:
+    description: Where a wait's calls keep what carries over (I(report_every)); cleared at boot.
+    type: path
+    default: /run/sglang-deploy
   start_log:
     description:
       - JSON-lines file on the host where each start this call saw (I(restarted), or started
@@ -76,8 +92,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+ready:
+  description: The server answered (false only for a call that returned to report, I(report_every)).
+  type: bool
+  returned: success
+progress_line:
+  description: How long the server has been starting and its newest journal line (I(report_every)).
+  type: str
+  returned: when not ready
 elapsed:
-  description: Seconds this call waited until the server answered.
+  description: Seconds this wait (all its calls) waited until the server answered.
   type: float
   returned: success
 start_seconds:
@@ -105,6 +129,8 @@ journal:
   returned: failure
 """
 
+import json
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -136,6 +162,46 @@ def journal(module, unit, invocation, lines):
     return redact_lines(out.splitlines()[-lines:])
 
 
+def newest_line(module, unit, invocation):
+    """The unit's newest journal line of this start, secrets redacted, clipped."""
+    cmd = ["journalctl", "--no-pager", "-o", "cat", "-n", "1"]
+    cmd += [f"_SYSTEMD_INVOCATION_ID={invocation}"] if invocation else ["-u", unit]
+    rc, out, _err = module.run_command(cmd)
+    lines = [line for line in out.splitlines() if line.strip() and "-- No entries --" not in line] if rc == 0 else []
+    text = redact_lines(lines[-1:])[0] if lines else "(nothing in the journal yet)"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+class WaitState:
+    """What the calls of one wait share (report_every): the monotonic time it began, the restart
+    count before it, whether it started the unit. A file per unit under state_dir (a tmpfs)."""
+
+    def __init__(self, state_dir, unit, wait_id):
+        self.path = os.path.join(state_dir, f"wait-{unit}.json") if wait_id else None
+        self.wait_id = wait_id
+
+    def load(self):
+        if not self.path:
+            return None
+        try:
+            with open(self.path) as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        return data if data.get("wait_id") == self.wait_id else None
+
+    def save(self, began, restarts0, started):
+        if not self.path:
+            return
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        with open(self.path, "w") as handle:
+            json.dump({"wait_id": self.wait_id, "began": began, "restarts0": restarts0, "started": started}, handle)
+
+    def clear(self):
+        if self.path and os.path.exists(self.path):
+            os.unlink(self.path)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -150,26 +216,36 @@ def main():
             restarted=dict(type="bool", default=False),
             generation=dict(type="str", default=""),
             start_log=dict(type="path"),
+            report_every=dict(type="int", default=0),
+            wait_id=dict(type="str", default=""),
+            state_dir=dict(type="path", default="/run/sglang-deploy"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     unit = p["unit"]
-    start = time.monotonic()
+    call_began = time.monotonic()
+    state = WaitState(p["state_dir"], unit, p["wait_id"] if p["report_every"] > 0 else "")
+    carried = state.load()
     first = unit_state(module, unit)
     if first.get("LoadState") != "loaded":
+        state.clear()
         module.fail_json(msg=f"{unit} is not loaded (LoadState={first.get('LoadState')})", main_pid=0)
-    started = False
-    if p["start"] and first.get("ActiveState") not in ("active", "activating", "reloading"):
-        if module.check_mode:
-            module.exit_json(changed=True, started=True, main_pid=0)
-        # Type=simple: returns once the process is forked; the loop below watches it start
-        module.run_command(["systemctl", "start", unit], check_rc=True)
-        started = True
-        first = unit_state(module, unit)
-    elif module.check_mode:
-        module.exit_json(changed=False, started=False, main_pid=int(first.get("MainPID") or 0))
-    restarts0 = int(first.get("NRestarts") or 0)
+    if carried:  # a later call of the same wait: it began (and maybe started the unit) before
+        start, started, restarts0 = carried["began"], carried["started"], carried["restarts0"]
+    else:
+        start, started = call_began, False
+        if p["start"] and first.get("ActiveState") not in ("active", "activating", "reloading"):
+            if module.check_mode:
+                module.exit_json(changed=True, started=True, ready=True, main_pid=0)
+            # Type=simple: returns once the process is forked; the loop below watches it start
+            module.run_command(["systemctl", "start", unit], check_rc=True)
+            started = True
+            first = unit_state(module, unit)
+        elif module.check_mode:
+            module.exit_json(changed=False, started=False, ready=True, main_pid=int(first.get("MainPID") or 0))
+        restarts0 = int(first.get("NRestarts") or 0)
+        state.save(start, restarts0, started)
     last_http = "no answer yet"
     while True:
         st = unit_state(module, unit)
@@ -180,6 +256,7 @@ def main():
             or int(st.get("NRestarts") or 0) > restarts0
         )
         if crashed:
+            state.clear()
             module.fail_json(
                 msg=(
                     f"{unit} exited while starting (ActiveState={st.get('ActiveState')}, "
@@ -193,6 +270,7 @@ def main():
         code, detail = request(p["url"], timeout=p["request_timeout"],
                                headers={"Authorization": "Bearer " + p["api_key"]} if p["api_key"] else None)
         if code == 200:
+            state.clear()
             # systemd's monotonic clock is CLOCK_MONOTONIC, the one time.monotonic() reads
             began = int(st.get("ExecMainStartTimestampMonotonic") or 0) / 1e6
             now = time.monotonic()
@@ -202,10 +280,12 @@ def main():
                 record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": seconds,
                           "generation": p["generation"], "unit": unit}
                 record_start(p["start_log"], record)
-            module.exit_json(changed=started, started=started, elapsed=round(now - start, 1),
+            module.exit_json(changed=started, started=started, ready=True, elapsed=round(now - start, 1),
                              start_seconds=seconds, start=record, main_pid=pid)
         last_http = f"HTTP {code}" if code else detail
-        if time.monotonic() - start > p["timeout"]:
+        now = time.monotonic()
+        if now - start > p["timeout"]:
+            state.clear()
             module.fail_json(
                 msg=(
                     f"{unit} did not generate within {p['timeout']} s ({p['url']}: {last_http}); "
@@ -214,6 +294,11 @@ def main():
                 main_pid=pid,
                 journal=journal(module, unit, st.get("InvocationID"), p["journal_lines"]),
             )
+        if p["report_every"] > 0 and now - call_began >= p["report_every"]:
+            module.exit_json(
+                changed=started, started=started, ready=False, main_pid=pid,
+                progress_line=f"{unit} starting for {int(now - start)} s of at most {p['timeout']} s "
+                              f"({last_http}); newest journal line: {newest_line(module, unit, st.get('InvocationID'))}")
         time.sleep(p["interval"])
 
 
