@@ -93,7 +93,8 @@ def _env(prof):
 def judge(prof, version, rules, removed, catalog_dir=None):
     """Every finding of the lint on one profile, as if it declared SGLang ``version``."""
     args, env = prof.get("sglang_server_args") or {}, _env(prof)
-    catalog = C.sglang_flags_catalog_of(version, removed, catalog_dir)
+    catalog = C.sglang_flags_catalog_extend(C.sglang_flags_catalog_of(version, removed, catalog_dir),
+                                            prof.get("sglang_flags_extra_known_flags"))
     findings = I.sglang_flags_inputs(args, env=env, unit={}, catalog=catalog, rules=rules, version=version)
     findings += R.sglang_flags_check(
         I.sglang_flags_expand(args, catalog), rules, env=env, sm=prof.get("gpu_host_expected_sm") or "",

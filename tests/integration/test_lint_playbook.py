@@ -123,3 +123,59 @@ def test_local_inventory_passes_without_docker():
     rc, out = run_lint("-i", os.path.join(ROOT, "inventories", "local"))
     assert rc == 0
     assert "host(s) pass" in out and "unreachable=1" not in out
+
+
+# --- flag names the declared version's catalog does not know ------------------------------------
+
+def host_vars(inventory, data, host="gpu-node-02.example.invalid"):
+    """Write ``data`` as the host_vars of ``host`` in the inventory copy."""
+    (inventory / "host_vars").mkdir(exist_ok=True)
+    with open(inventory / "host_vars" / f"{host}.yml", "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh, sort_keys=False)
+
+
+@pytest.fixture
+def typo_inventory(tmp_path):
+    """The production profile with a misspelt flag on one host (SGLang 0.5.23: a catalog exists)."""
+    copy, profile = production_copy(tmp_path)
+    args = dict(profile["sglang_server_args"], **{"max-runing-requests": 4})
+    host_vars(copy, {"sglang_server_args": args})
+    return copy, args
+
+
+def test_unknown_flag_fails_naming_the_closest_flag(typo_inventory):
+    inventory, _ = typo_inventory
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    text = flat(out)
+    assert rc != 0
+    assert "gpu-node-02.example.invalid: --max-runing-requests [flag-unknown]" in text
+    assert "SGLang 0.5.23 has no flag --max-runing-requests" in text
+    assert "the closest flags it has: --max-running-requests" in text
+    assert "Fix: write the flag you mean (e.g. max-running-requests)" in text
+    assert "gpu-node-01.example.invalid: --" not in text[text.index("FAILED! =>"):]
+
+
+def test_unknown_flag_on_a_version_without_a_catalog_only_warns(typo_inventory):
+    inventory, args = typo_inventory
+    host_vars(inventory, {"sglang_server_args": args, "sglang_flags_sglang_version": "0.5.24.dev0"})
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    text = flat(out)
+    assert rc == 0, text
+    assert "gpu-node-02.example.invalid: sglang_flags_sglang_version [flag-catalog-missing]" in text
+    assert "no exact flag catalog exists for SGLang 0.5.24.dev0" in text
+    assert "unknown flag names could not be refused" in text
+    assert "[flag-unknown]" not in text
+
+
+def test_extra_known_flag_lets_a_patched_sglangs_flag_through(typo_inventory):
+    inventory, args = typo_inventory
+    args = {k: v for k, v in args.items() if k != "max-runing-requests"}
+    args["site-numa-pin"] = "0-15"
+    host_vars(inventory, {"sglang_server_args": args, "sglang_flags_extra_known_flags": ["site-numa-pin"]})
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    assert rc == 0, flat(out)
+    assert "[flag-unknown]" not in out
+    # without the escape the same flag fails
+    host_vars(inventory, {"sglang_server_args": args})
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    assert rc != 0 and "gpu-node-02.example.invalid: --site-numa-pin [flag-unknown]" in flat(out)
