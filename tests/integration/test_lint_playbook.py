@@ -69,11 +69,12 @@ def test_bad_host_fails_naming_host_flag_rule_and_fix(bad_inventory):
     text = flat(out)
     failure = text[text.index("FAILED! =>"):text.index("PLAY RECAP")]
     assert rc != 0
-    assert "sglang_flags lint: 2 violation(s) in 2 host(s):" in failure
+    assert "sglang_flags lint: 3 violation(s) in 2 host(s):" in failure
     assert ("gpu-node-02.example.invalid: --moe-runner-backend [sm120-moe-flashinfer-trtllm]" in text)
     assert "Fix: use --moe-runner-backend flashinfer_cutlass" in text
     # every violation, not just the first
     assert "gpu-node-02.example.invalid: --attention-backend [sm120-hybrid-gdn-attention-backend]" in text
+    assert "gpu-node-02.example.invalid: --attention-backend [sm120-attention-fa3]" in text
     # the good host is not blamed, and nothing was contacted
     assert "gpu-node-01.example.invalid: --" not in failure
     assert "unreachable=1" not in out
@@ -82,7 +83,8 @@ def test_bad_host_fails_naming_host_flag_rule_and_fix(bad_inventory):
 def test_waiver_in_host_vars_turns_the_failure_into_a_warning(bad_inventory):
     path = bad_inventory / "host_vars" / "gpu-node-02.example.invalid.yml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data["sglang_flags_waive"] = ["sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend"]
+    data["sglang_flags_waive"] = ["sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend",
+                                  "sm120-attention-fa3"]
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     rc, out = run_lint("-i", str(bad_inventory))
     assert rc == 0

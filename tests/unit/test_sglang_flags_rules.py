@@ -34,7 +34,10 @@ CASES = {
     "sm120-moe-flashinfer-cutedsl": (
         dict(MINIMAL, **{"speculative-moe-runner-backend": "flashinfer_cutedsl"}), {}, {},
         dict(MINIMAL, **{"moe-runner-backend": "flashinfer_cutedsl"}), {}, {"sm": "10.0"}),
-    "sm120-attention-fa3-fa4": (
+    "sm120-attention-fa3": (
+        dict(MINIMAL, **{"decode-attention-backend": "fa3"}), {}, {"version": "0.5.23"},
+        dict(MINIMAL, **{"attention-backend": "fa3"}), {}, {"sm": "9.0"}),
+    "sm120-attention-fa4-before-0.5.19": (
         dict(MINIMAL, **{"decode-attention-backend": "fa4"}), {}, {"version": "0.5.18"},
         dict(MINIMAL, **{"attention-backend": "fa4"}), {}, {"version": "0.5.19"}),
     "sm120-hybrid-gdn-attention-backend": (
@@ -198,7 +201,7 @@ def test_every_violation_is_listed_not_just_the_first():
                               "enable-mscclpp": True, "tp": 16})
     assert errors(check(args, TUNED_ENV)) == {
         "removed-mamba-scheduler-strategy", "spec-draft-without-num-steps",
-        "sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend", "mscclpp-not-installed",
-        "tp-exceeds-gpu-count",
+        "sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend", "sm120-attention-fa3",
+        "mscclpp-not-installed", "tp-exceeds-gpu-count",
     }
 
