@@ -102,7 +102,8 @@ def judge(prof, version, rules, removed, catalog_dir=None):
         packages=R.sglang_flags_package_names(_packages(prof)), waive=prof.get("sglang_flags_waive"),
         errors_as_findings=True)
     deploy = {k: prof.get(k) for k in D.DEPLOY_INPUTS}
-    findings += D.sglang_flags_deploy_findings(deploy, rules, args, prof.get("sglang_flags_waive"))
+    findings += D.sglang_flags_deploy_findings(deploy, rules, args, prof.get("sglang_flags_waive"),
+                                               sm=prof.get("gpu_host_expected_sm") or "")
     return findings
 
 

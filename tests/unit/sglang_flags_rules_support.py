@@ -74,5 +74,5 @@ def lint(args, env=None, version="0.5.23", sm="12.0", deploy=None, waive=None):
     found = I.sglang_flags_inputs(args, env=env, unit={}, catalog=catalog, rules=RULES, version=version)
     found += F.sglang_flags_check(I.sglang_flags_expand(args, catalog), RULES, env=env, sm=sm, version=version,
                                   gpu_count=8, packages=["sglang"], waive=waive, errors_as_findings=True)
-    found += D.sglang_flags_deploy_findings(deploy or {}, RULES, args, waive)
+    found += D.sglang_flags_deploy_findings(deploy or {}, RULES, args, waive, sm=sm)
     return found

@@ -3,14 +3,28 @@ a host (input checks and catalog of the declared version, then the rules table; 
 ``lint`` helper of sglang_flags_rules_support.py), on every SGLang version that has a catalog."""
 
 import pytest
+from sglang_flags_report import sglang_flags_report
 from sglang_flags_rules_support import MINIMAL, lint
 
 VERSIONS = ["0.5.17", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 ATTENTION_FLAGS = ["attention-backend", "prefill-attention-backend", "decode-attention-backend", "mm-attention-backend"]
 
 
+HOST = "gpu-node-02.example.invalid"
+QWEN35 = "/data/models/Qwen3.5-397B-A17B-NVFP4"
+PRODUCTION_SPEC = {"ml_env_packages": ["flashinfer-python==0.7.2", "sglang==0.5.23"], "cuda_toolkit_version": "13.0"}
+
+
 def rules_of(found, severity="error"):
     return {f["rule"] for f in found if f["severity"] == severity}
+
+
+def line(found, label, rule, severity="error"):
+    """The report line of ``label [rule]`` for HOST, as playbooks/lint.yml prints it."""
+    lines = [x for x in sglang_flags_report({HOST: found})[severity + "s"] if x.startswith(f"{HOST}: {label} [{rule}] ")]
+    assert len(lines) == 1, (label, rule, found)
+    assert " Fix: " in lines[0] and f"(source: docs/sglang-versions.md#" in lines[0], lines[0]
+    return lines[0]
 
 
 # --- fa3 and fa4 ---------------------------------------------------------------------------------
@@ -36,3 +50,25 @@ def test_fa4_is_refused_on_sm120_only_before_0_5_19(version, flag):
 def test_fa3_and_fa4_pass_off_sm120():
     assert rules_of(lint(dict(MINIMAL, **{"attention-backend": "fa3"}), sm="9.0")) == set()
     assert rules_of(lint(dict(MINIMAL, **{"attention-backend": "fa4"}), version="0.5.17", sm="10.0")) == set()
+
+
+# --- each rule fires, rendered with host, flag, rule, source and fix, and has a near miss
+
+def test_nvfp4_moe_with_a_flashinfer_before_its_sm120_fix_is_refused():
+    args = {"model-path": QWEN35, "quantization": "modelopt_fp4", "moe-runner-backend": "flashinfer_cutlass",
+            "fp4-gemm-backend": "flashinfer_cudnn", "context-length": 131072}
+    old = {"ml_env_packages": ["flashinfer-python==0.6.5", "sglang==0.5.23"], "ml_env_min_versions":
+           {"nvidia-cudnn-cu13": "9.10.2"}}
+    text = line(lint(args, deploy=old), "ml_env_packages", "sm120-nvfp4-moe-flashinfer")
+    assert "flashinfer-python==0.6.5" in text and "FlashInfer issue 2723" in text and "compute_120f" in text
+    good = dict(PRODUCTION_SPEC, ml_env_min_versions={"nvidia-cudnn-cu13": "9.10.2"})
+    assert rules_of(lint(args, deploy=good)) == set()
+
+
+def test_fp4_gemm_rules_name_the_flashinfer_issues_and_versions():
+    found = lint(dict(MINIMAL, **{"fp4-gemm-backend": "flashinfer_cutlass"}))
+    text = line(found, "--fp4-gemm-backend", "sm120-fp4-gemm-cutlass")
+    assert "FlashInfer issue 2577" in text and "0.6.3" in text and "#3398" in text and "0.6.12" in text
+    text = line(lint(dict(MINIMAL, **{"quantization": "modelopt_fp4"})), "--quantization",
+                "sm120-fp4-gemm-default", "warning")
+    assert "FlashInfer issue 2577" in text
