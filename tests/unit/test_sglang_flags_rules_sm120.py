@@ -54,6 +54,54 @@ def test_fa3_and_fa4_pass_off_sm120():
 
 # --- each rule fires, rendered with host, flag, rule, source and fix, and has a near miss
 
+@pytest.mark.parametrize("flag", ["ep-size", "ep", "expert-parallel-size"])
+def test_expert_parallelism_with_qwen35_on_sm120_is_refused(flag):
+    text = line(lint({"model-path": QWEN35, "tp-size": 8, flag: 8}), f"--{flag}", "sm120-qwen35-expert-parallel")
+    assert "SGLang issue 21132" in text and "Fix: remove --" in text
+    assert rules_of(lint({"model-path": QWEN35, "tp-size": 8, flag: 1})) == set()
+    assert rules_of(lint({"model-path": "/data/models/Llama-3-70B", "tp-size": 8, flag: 8})) == set()
+    assert rules_of(lint({"model-path": QWEN35, "tp-size": 8, flag: 8}, sm="9.0")) == set()
+
+
+@pytest.mark.parametrize("context", [262144, 300000])
+def test_nextn_at_the_262144_boundary_on_qwen35_397b_is_refused(context):
+    args = {"model-path": QWEN35, "speculative-algorithm": "NEXTN", "context-length": context}
+    text = line(lint(args), "--context-length", "qwen35-397b-nextn-context-262144")
+    assert "SGLang issue 34239" in text and "e.g. 131072" in text
+    found = lint(dict(args, **{"context-length": 131072}))
+    assert rules_of(found) == set() and rules_of(found, "warning") == set()
+    assert rules_of(lint({"model-path": QWEN35, "context-length": context})) == set()  # no speculation
+
+
+def test_nextn_on_qwen35_397b_with_the_models_default_context_warns():
+    found = lint({"model-path": QWEN35, "speculative-algorithm": "NEXTN"})
+    assert rules_of(found) == set()
+    text = line(found, "--speculative-algorithm", "qwen35-397b-nextn-context-default", "warning")
+    assert "max_position_embeddings" in text and "262144" in text and "sglang_flags_waive" in text
+
+
+def test_adaptive_speculation_on_a_hybrid_gdn_model_is_refused():
+    args = {"model-path": QWEN35, "speculative-algorithm": "NEXTN", "context-length": 131072,
+            "speculative-adaptive": True}
+    text = line(lint(args), "--speculative-adaptive", "hybrid-gdn-speculative-adaptive")
+    assert "SGLang issue 23330" in text and "speculative-num-steps" in text
+    assert rules_of(lint(dict(args, **{"speculative-adaptive": False}))) == set()
+
+
+@pytest.mark.parametrize("flag,value", [("enable-flashinfer-allreduce-fusion", True),
+                                        ("flashinfer-allreduce-fusion-backend", "auto")])
+def test_flashinfer_allreduce_fusion_on_sm120_warns_and_the_deprecation_agrees(flag, value):
+    found = lint(dict(MINIMAL, **{flag: value}))
+    assert rules_of(found) == set()
+    text = line(found, f"--{flag}", "sm120-flashinfer-allreduce-fusion", "warning")
+    assert "PR 32330" in text and "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" in text
+    if flag.startswith("enable"):
+        deprecated = line(found, f"--{flag}", "deprecated-enable-flashinfer-allreduce-fusion", "warning")
+        assert "sm120-flashinfer-allreduce-fusion" in deprecated
+    assert "sm120-flashinfer-allreduce-fusion" not in rules_of(lint(dict(MINIMAL, **{flag: value}), sm="9.0"),
+                                                               "warning")
+
+
 def test_nvfp4_moe_with_a_flashinfer_before_its_sm120_fix_is_refused():
     args = {"model-path": QWEN35, "quantization": "modelopt_fp4", "moe-runner-backend": "flashinfer_cutlass",
             "fp4-gemm-backend": "flashinfer_cudnn", "context-length": 131072}
