@@ -19,12 +19,12 @@ PRODUCTION = os.path.join(ROOT, "inventories", "production")
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 
-def run_lint(*extra):
+def run_lint(*extra, playbook=PLAYBOOK):
     if not os.path.exists(ANSIBLE_PLAYBOOK):
         pytest.fail(f"{ANSIBLE_PLAYBOOK} missing: run the tests with the controller venv (.venv)")
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0")
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, PLAYBOOK, *extra], cwd=ROOT, env=env,
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, playbook, *extra], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     out = proc.stdout + proc.stderr
     print(out)
@@ -36,10 +36,21 @@ def flat(text):
     return " ".join(text.replace("''", "'").split())
 
 
-def production_copy(tmp_path):
-    """A copy of the production inventory under tmp_path, and its Blackwell profile (sglang.yml)."""
+# a well-formed commit sha standing in for the revision a site pins (not a real revision)
+PINNED = "0123456789abcdef0123456789abcdef01234567"
+
+
+def production_copy(tmp_path, pin=True):
+    """A copy of the production inventory under tmp_path, and its Blackwell profile (sglang.yml).
+    ``pin``: the copy's model revision is PINNED instead of the shipped placeholder."""
     copy = tmp_path / "production"
     shutil.copytree(PRODUCTION, copy)
+    if pin:
+        model = copy / "group_vars" / "blackwell" / "model.yml"
+        text = model.read_text(encoding="utf-8")
+        assert "model_files_revision: PIN-ME" in text
+        model.write_text(text.replace("model_files_revision: PIN-ME", f"model_files_revision: {PINNED}"),
+                         encoding="utf-8")
     with open(copy / "group_vars" / "blackwell" / "sglang.yml", encoding="utf-8") as fh:
         return copy, yaml.safe_load(fh)
 
@@ -57,8 +68,28 @@ def bad_inventory(tmp_path):
     return copy
 
 
-def test_production_inventory_passes():
+def test_production_inventory_as_shipped_fails_naming_the_unpinned_revision():
     rc, out = run_lint("-l", "blackwell")
+    text = flat(out)
+    assert rc != 0
+    for host in ("gpu-node-01.example.invalid", "gpu-node-02.example.invalid"):
+        assert f"{host}: model_files_revision [model-files-revision] 'PIN-ME' is the placeholder" in text
+    assert "HfApi().model_info('nvidia/Qwen3.5-397B-A17B-NVFP4').sha" in text
+    assert "https://huggingface.co/nvidia/Qwen3.5-397B-A17B-NVFP4/commits/main" in text
+    assert "unreachable=0" in out and "unreachable=1" not in out
+
+
+@pytest.mark.parametrize("tags", [[], ["--tags", "rollout"], ["--tags", "install"]])
+def test_deploy_refuses_the_unpinned_revision_before_any_host_is_contacted(tags):
+    """deploy.yml imports the lint first; the model's check runs under any --tags."""
+    rc, out = run_lint("-l", "blackwell", *tags, playbook=os.path.join(ROOT, "deploy.yml"))
+    assert rc != 0
+    assert "model_files_revision [model-files-revision] 'PIN-ME'" in flat(out)
+    assert "unreachable=1" not in out and "Gather the minimal facts" not in out
+
+
+def test_production_inventory_passes_with_a_pinned_revision():
+    rc, out = run_lint("-l", "blackwell", "-e", f"model_files_revision={PINNED}")
     assert rc == 0
     # the one warning of the shipped profile: NEXTN with the model's default context of 262144
     # (docs/sglang-versions.md#qwen35-397b-nextn-context), once per host
