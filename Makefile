@@ -65,10 +65,15 @@ ci-demo:
 	  echo "=== make demo took $$(( $$(date +%s) - start )) s (rc=$$rc)"; \
 	  $(MAKE) demo-down >/dev/null || true; exit $$rc
 
+# The production profile ships its model revision unpinned (model_files_revision: PIN-ME in
+# inventories/production/group_vars/blackwell/model.yml), which its lint refuses until a site pins
+# the sha. The target lints everything else of it with a well-formed stand-in sha (not a real
+# revision of the model); a deploy of the shipped profile still stops at that refusal.
+LINT_PRODUCTION_REVISION := 0000000000000000000000000000000000000000
 lint: tools
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
-	$(BIN)/ansible-playbook playbooks/lint.yml
+	$(BIN)/ansible-playbook playbooks/lint.yml -e model_files_revision=$(LINT_PRODUCTION_REVISION)
 	$(BIN)/ansible-playbook playbooks/lint.yml -i inventories/local
 
 unit: tools

@@ -13,7 +13,7 @@ with runpy (standard library, no loader of its own needed) in one line::
     _versions = _load(__file__, "sglang_flags_version.py")
 
 Users: roles/sglang_flags/filter_plugins/ (sglang_flags.py, sglang_flags_catalog.py,
-sglang_flags_deploy.py, sglang_flags_inputs.py, sglang_flags_rules.py),
+sglang_flags_conditions.py, sglang_flags_deploy.py, sglang_flags_inputs.py, sglang_flags_rules.py),
 roles/sglang_monitoring/filter_plugins/sglang_monitoring_hosts.py and
 roles/sglang_firewall/filter_plugins/sglang_firewall.py (the server's unit checks). No module imports it: nothing
 here runs on the hosts. Standard library only.

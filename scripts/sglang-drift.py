@@ -93,7 +93,8 @@ def _env(prof):
 def judge(prof, version, rules, removed, catalog_dir=None):
     """Every finding of the lint on one profile, as if it declared SGLang ``version``."""
     args, env = prof.get("sglang_server_args") or {}, _env(prof)
-    catalog = C.sglang_flags_catalog_of(version, removed, catalog_dir)
+    catalog = C.sglang_flags_catalog_extend(C.sglang_flags_catalog_of(version, removed, catalog_dir),
+                                            prof.get("sglang_flags_extra_known_flags"))
     findings = I.sglang_flags_inputs(args, env=env, unit={}, catalog=catalog, rules=rules, version=version)
     findings += R.sglang_flags_check(
         I.sglang_flags_expand(args, catalog), rules, env=env, sm=prof.get("gpu_host_expected_sm") or "",
@@ -101,7 +102,8 @@ def judge(prof, version, rules, removed, catalog_dir=None):
         packages=R.sglang_flags_package_names(_packages(prof)), waive=prof.get("sglang_flags_waive"),
         errors_as_findings=True)
     deploy = {k: prof.get(k) for k in D.DEPLOY_INPUTS}
-    findings += D.sglang_flags_deploy_findings(deploy, rules, args, prof.get("sglang_flags_waive"))
+    findings += D.sglang_flags_deploy_findings(deploy, rules, args, prof.get("sglang_flags_waive"),
+                                               sm=prof.get("gpu_host_expected_sm") or "")
     return findings
 
 

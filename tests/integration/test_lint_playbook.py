@@ -19,12 +19,12 @@ PRODUCTION = os.path.join(ROOT, "inventories", "production")
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 
-def run_lint(*extra):
+def run_lint(*extra, playbook=PLAYBOOK):
     if not os.path.exists(ANSIBLE_PLAYBOOK):
         pytest.fail(f"{ANSIBLE_PLAYBOOK} missing: run the tests with the controller venv (.venv)")
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0")
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, PLAYBOOK, *extra], cwd=ROOT, env=env,
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, playbook, *extra], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     out = proc.stdout + proc.stderr
     print(out)
@@ -36,10 +36,21 @@ def flat(text):
     return " ".join(text.replace("''", "'").split())
 
 
-def production_copy(tmp_path):
-    """A copy of the production inventory under tmp_path, and its Blackwell profile (sglang.yml)."""
+# a well-formed commit sha standing in for the revision a site pins (not a real revision)
+PINNED = "0123456789abcdef0123456789abcdef01234567"
+
+
+def production_copy(tmp_path, pin=True):
+    """A copy of the production inventory under tmp_path, and its Blackwell profile (sglang.yml).
+    ``pin``: the copy's model revision is PINNED instead of the shipped placeholder."""
     copy = tmp_path / "production"
     shutil.copytree(PRODUCTION, copy)
+    if pin:
+        model = copy / "group_vars" / "blackwell" / "model.yml"
+        text = model.read_text(encoding="utf-8")
+        assert "model_files_revision: PIN-ME" in text
+        model.write_text(text.replace("model_files_revision: PIN-ME", f"model_files_revision: {PINNED}"),
+                         encoding="utf-8")
     with open(copy / "group_vars" / "blackwell" / "sglang.yml", encoding="utf-8") as fh:
         return copy, yaml.safe_load(fh)
 
@@ -57,10 +68,33 @@ def bad_inventory(tmp_path):
     return copy
 
 
-def test_production_inventory_passes():
+def test_production_inventory_as_shipped_fails_naming_the_unpinned_revision():
     rc, out = run_lint("-l", "blackwell")
+    text = flat(out)
+    assert rc != 0
+    for host in ("gpu-node-01.example.invalid", "gpu-node-02.example.invalid"):
+        assert f"{host}: model_files_revision [model-files-revision] 'PIN-ME' is the placeholder" in text
+    assert "HfApi().model_info('nvidia/Qwen3.5-397B-A17B-NVFP4').sha" in text
+    assert "https://huggingface.co/nvidia/Qwen3.5-397B-A17B-NVFP4/commits/main" in text
+    assert "unreachable=0" in out and "unreachable=1" not in out
+
+
+@pytest.mark.parametrize("tags", [[], ["--tags", "rollout"], ["--tags", "install"]])
+def test_deploy_refuses_the_unpinned_revision_before_any_host_is_contacted(tags):
+    """deploy.yml imports the lint first; the model's check runs under any --tags."""
+    rc, out = run_lint("-l", "blackwell", *tags, playbook=os.path.join(ROOT, "deploy.yml"))
+    assert rc != 0
+    assert "model_files_revision [model-files-revision] 'PIN-ME'" in flat(out)
+    assert "unreachable=1" not in out and "Gather the minimal facts" not in out
+
+
+def test_production_inventory_passes_with_a_pinned_revision():
+    rc, out = run_lint("-l", "blackwell", "-e", f"model_files_revision={PINNED}")
     assert rc == 0
-    assert "sglang_flags lint: 2 host(s) pass (0 warning(s))" in out
+    # the one warning of the shipped profile: NEXTN with the model's default context of 262144
+    # (docs/sglang-versions.md#qwen35-397b-nextn-context), once per host
+    assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in out
+    assert flat(out).count("[qwen35-397b-nextn-context-default]") == 2
     assert "unreachable=0" in out and "unreachable=1" not in out
 
 
@@ -69,11 +103,12 @@ def test_bad_host_fails_naming_host_flag_rule_and_fix(bad_inventory):
     text = flat(out)
     failure = text[text.index("FAILED! =>"):text.index("PLAY RECAP")]
     assert rc != 0
-    assert "sglang_flags lint: 2 violation(s) in 2 host(s):" in failure
+    assert "sglang_flags lint: 3 violation(s) in 2 host(s):" in failure
     assert ("gpu-node-02.example.invalid: --moe-runner-backend [sm120-moe-flashinfer-trtllm]" in text)
     assert "Fix: use --moe-runner-backend flashinfer_cutlass" in text
     # every violation, not just the first
     assert "gpu-node-02.example.invalid: --attention-backend [sm120-hybrid-gdn-attention-backend]" in text
+    assert "gpu-node-02.example.invalid: --attention-backend [sm120-attention-fa3]" in text
     # the good host is not blamed, and nothing was contacted
     assert "gpu-node-01.example.invalid: --" not in failure
     assert "unreachable=1" not in out
@@ -82,7 +117,8 @@ def test_bad_host_fails_naming_host_flag_rule_and_fix(bad_inventory):
 def test_waiver_in_host_vars_turns_the_failure_into_a_warning(bad_inventory):
     path = bad_inventory / "host_vars" / "gpu-node-02.example.invalid.yml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data["sglang_flags_waive"] = ["sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend"]
+    data["sglang_flags_waive"] = ["sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend",
+                                  "sm120-attention-fa3"]
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     rc, out = run_lint("-i", str(bad_inventory))
     assert rc == 0
@@ -123,3 +159,59 @@ def test_local_inventory_passes_without_docker():
     rc, out = run_lint("-i", os.path.join(ROOT, "inventories", "local"))
     assert rc == 0
     assert "host(s) pass" in out and "unreachable=1" not in out
+
+
+# --- flag names the declared version's catalog does not know ------------------------------------
+
+def host_vars(inventory, data, host="gpu-node-02.example.invalid"):
+    """Write ``data`` as the host_vars of ``host`` in the inventory copy."""
+    (inventory / "host_vars").mkdir(exist_ok=True)
+    with open(inventory / "host_vars" / f"{host}.yml", "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh, sort_keys=False)
+
+
+@pytest.fixture
+def typo_inventory(tmp_path):
+    """The production profile with a misspelt flag on one host (SGLang 0.5.23: a catalog exists)."""
+    copy, profile = production_copy(tmp_path)
+    args = dict(profile["sglang_server_args"], **{"max-runing-requests": 4})
+    host_vars(copy, {"sglang_server_args": args})
+    return copy, args
+
+
+def test_unknown_flag_fails_naming_the_closest_flag(typo_inventory):
+    inventory, _ = typo_inventory
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    text = flat(out)
+    assert rc != 0
+    assert "gpu-node-02.example.invalid: --max-runing-requests [flag-unknown]" in text
+    assert "SGLang 0.5.23 has no flag --max-runing-requests" in text
+    assert "the closest flags it has: --max-running-requests" in text
+    assert "Fix: write the flag you mean (e.g. max-running-requests)" in text
+    assert "gpu-node-01.example.invalid: --" not in text[text.index("FAILED! =>"):]
+
+
+def test_unknown_flag_on_a_version_without_a_catalog_only_warns(typo_inventory):
+    inventory, args = typo_inventory
+    host_vars(inventory, {"sglang_server_args": args, "sglang_flags_sglang_version": "0.5.24.dev0"})
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    text = flat(out)
+    assert rc == 0, text
+    assert "gpu-node-02.example.invalid: sglang_flags_sglang_version [flag-catalog-missing]" in text
+    assert "no exact flag catalog exists for SGLang 0.5.24.dev0" in text
+    assert "unknown flag names could not be refused" in text
+    assert "[flag-unknown]" not in text
+
+
+def test_extra_known_flag_lets_a_patched_sglangs_flag_through(typo_inventory):
+    inventory, args = typo_inventory
+    args = {k: v for k, v in args.items() if k != "max-runing-requests"}
+    args["site-numa-pin"] = "0-15"
+    host_vars(inventory, {"sglang_server_args": args, "sglang_flags_extra_known_flags": ["site-numa-pin"]})
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    assert rc == 0, flat(out)
+    assert "[flag-unknown]" not in out
+    # without the escape the same flag fails
+    host_vars(inventory, {"sglang_server_args": args})
+    rc, out = run_lint("-i", str(inventory), "-l", "blackwell")
+    assert rc != 0 and "gpu-node-02.example.invalid: --site-numa-pin [flag-unknown]" in flat(out)

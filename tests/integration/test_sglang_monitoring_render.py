@@ -63,6 +63,12 @@ def test_every_sglang_host_is_scraped_with_sglang_verifys_flag_hash(rendered):
     _, _, args_file, names, out_dir, _ = rendered
     with open(os.path.join(ROOT, "inventories", args_file), encoding="utf-8") as handle:
         args = yaml.safe_load(handle)["sglang_server_args"]
+    # production's model-path names the revision model_files puts in place (model.yml beside it)
+    model_vars = os.path.join(ROOT, "inventories", os.path.dirname(args_file), "model.yml")
+    if os.path.exists(model_vars):
+        revision = str(load(model_vars)["model_files_revision"])
+        args = {k: v.replace("{{ model_files_revision }}", revision) if isinstance(v, str) else v
+                for k, v in args.items()}
     jobs = {j["job_name"]: j for j in load(out_dir / "sglang-scrape.yml")["scrape_configs"]}
     statics = jobs["sglang"]["static_configs"]
     assert [s["labels"]["host"] for s in statics] == names

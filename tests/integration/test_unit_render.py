@@ -23,8 +23,11 @@ HOSTS = {"production": "gpu-node-01.example.invalid", "local": "sglang-local-1"}
 # sglang_server composes into the environment
 CUDA = {"cuda_toolkit_env": {"CUDA_HOME": "/usr/local/cuda-13.0", "PATH_PREFIX": "/usr/local/cuda-13.0/bin",
                              "LD_LIBRARY_PATH": "/usr/local/cuda-13.0/lib64"}}
-CASES = {"production": ("production", CUDA), "local": ("local", {}),
-         "production-pcie": ("production", {**CUDA, "sglang_server_pcie_ipc_allreduce": True,
+# production's model-path names the revision model_files puts in place: a pinned stand-in sha here
+# (the shipped profile leaves model_files_revision to the site: model.yml)
+PINNED = {"model_files_revision": "0123456789abcdef0123456789abcdef01234567"}
+CASES = {"production": ("production", {**CUDA, **PINNED}), "local": ("local", {}),
+         "production-pcie": ("production", {**CUDA, **PINNED, "sglang_server_pcie_ipc_allreduce": True,
                                             "sglang_server_nccl_ib_disable": True,
                                             "sglang_server_nccl_p2p_level_sys": True})}
 

@@ -3,6 +3,9 @@ evaluator's call on a Blackwell host (check) and the production profile's hand-t
 
 import os
 
+import sglang_flags_catalog as C
+import sglang_flags_deploy as D
+import sglang_flags_inputs as I
 import sglang_flags_rules as F
 import yaml
 
@@ -10,7 +13,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_flags")
 
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
-    RULES = yaml.safe_load(fh)["sglang_flags_rules"]
+    _VARS = yaml.safe_load(fh)
+RULES = _VARS["sglang_flags_rules"]
+REMOVED = _VARS["sglang_flags_removed_flags"]
 HOST_RULE_IDS = {r["id"] for r in RULES if r.get("scope") == "host"}
 
 BLACKWELL = dict(sm="12.0", version="0.5.23", gpu_count=8, packages=["sglang", "torch"])
@@ -58,3 +63,16 @@ def by_rule(findings):
 
 def errors(findings):
     return {f["rule"] for f in findings if f["severity"] == "error"}
+
+
+def lint(args, env=None, version="0.5.23", sm="12.0", deploy=None, waive=None):
+    """Every finding of one host, as tasks/evaluate.yml computes it in playbooks/lint.yml: the
+    input checks against the version's catalog, the rules on the flags as its argparse reads them,
+    the deploy rules on the ml_env spec (``deploy``: the DEPLOY_INPUTS the host sets)."""
+    env = env or {}
+    catalog = C.sglang_flags_catalog_of(version, REMOVED)
+    found = I.sglang_flags_inputs(args, env=env, unit={}, catalog=catalog, rules=RULES, version=version)
+    found += F.sglang_flags_check(I.sglang_flags_expand(args, catalog), RULES, env=env, sm=sm, version=version,
+                                  gpu_count=8, packages=["sglang"], waive=waive, errors_as_findings=True)
+    found += D.sglang_flags_deploy_findings(deploy or {}, RULES, args, waive, sm=sm)
+    return found

@@ -170,6 +170,33 @@ def test_removed_flags_go_through_the_input_checks():
     assert findings == []
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_unknown_name_is_an_error_on_every_cataloged_version(version):
+    f = names("max-runing-requests", version)["flag-unknown"]
+    assert f["severity"] == "error"
+    assert "--max-running-requests" in f["message"] and "max-running-requests" in f["fix"]
+    assert C.close_flags("max-runing-requests", catalog(version))[0] == "max-running-requests"
+    # nothing near: the fix says where the names are
+    f = names("zzzzqqqq", version)["flag-unknown"]
+    assert "closest" not in f["message"] and "launch_server --help" in f["fix"]
+
+
+def test_extra_known_flags_join_an_exact_catalog_only():
+    extended = C.sglang_flags_catalog_extend(catalog("0.5.23"), ["site-numa-pin"])
+    assert C.resolve("site-numa-pin", extended) == ("known", ["site-numa-pin"])
+    assert names("site-numa-pin", "0.5.23")["flag-unknown"]  # the catalog itself is not changed
+    assert C.name_findings("site-numa-pin", "x", extended) == []
+    assert C.sglang_flags_catalog_extend({}, ["site-numa-pin"]) == {}
+    plain = catalog("0.5.23")
+    assert C.sglang_flags_catalog_extend(plain, []) is plain and C.sglang_flags_catalog_extend(plain, None) is plain
+
+
+@pytest.mark.parametrize("bad", [["--site-flag"], ["Site-Flag"], ["site flag"], "site-flag", [""]])
+def test_extra_known_flags_must_be_flag_names_without_dashes(bad):
+    with pytest.raises(Exception, match="sglang_flags_extra_known_flags"):
+        C.sglang_flags_catalog_extend(catalog("0.5.23"), bad)
+
+
 FAKE_SERVER_ARGS = '''
 import argparse
 class ServerArgs:

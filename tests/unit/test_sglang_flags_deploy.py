@@ -21,6 +21,8 @@ SPEC = {"ml_env_index_url": "https://pypi.org/simple",
         "ml_env_extra_index_urls": ["https://download.pytorch.org/whl/cu130", "https://flashinfer.ai/whl/cu130"],
         "ml_env_packages": ["torch==2.14.1", "flashinfer-python==0.7.2", "flashinfer-cubin==0.7.2", "sglang==0.5.23"]}
 CUDNN = {"fp4-gemm-backend": "flashinfer_cudnn"}
+# the production profile's NVFP4 MoE (modelopt_fp4, flashinfer_cutlass); judged on SM120 (rules_of)
+NVFP4 = {"quantization": "modelopt_fp4", "moe-runner-backend": "flashinfer_cutlass"}
 
 # rule -> (inputs, args) that fire it, (inputs, args) of a near miss
 CASES = {
@@ -33,11 +35,14 @@ CASES = {
     "router-control-plane-open": (
         ({"sglang_router_url": "http://router:30000"}, {}),
         ({"sglang_router_url": "http://router:30000", "sglang_router_api_key": "set"}, {})),
+    "sm120-nvfp4-moe-flashinfer": (
+        ({"ml_env_packages": ["flashinfer-python==0.6.5", "sglang==0.5.23"]}, NVFP4),
+        (SPEC, NVFP4)),
 }
 
 
-def rules_of(inputs, args=None, waive=None):
-    return {f["rule"]: f for f in D.sglang_flags_deploy_findings(inputs, RULES, args, waive)}
+def rules_of(inputs, args=None, waive=None, sm="12.0"):
+    return {f["rule"]: f for f in D.sglang_flags_deploy_findings(inputs, RULES, args, waive, sm=sm)}
 
 
 def test_every_deploy_rule_has_a_case():
@@ -95,4 +100,31 @@ def test_shipped_inventories_pass_the_deploy_rules(inventory, group):
             with open(os.path.join(directory, name), encoding="utf-8") as fh:
                 merged.update(yaml.safe_load(fh) or {})
     inputs = {k: merged.get(k) for k in D.DEPLOY_INPUTS}
-    assert D.sglang_flags_deploy_findings(inputs, RULES, merged.get("sglang_server_args")) == []
+    assert D.sglang_flags_deploy_findings(inputs, RULES, merged.get("sglang_server_args"),
+                                          sm=merged.get("gpu_host_expected_sm", "")) == []
+
+
+@pytest.mark.parametrize("inputs,args,sm,why", [
+    ({"ml_env_packages": ["flashinfer-python==0.6.6"]}, {"quantization": "modelopt_fp4"}, "12.0",
+     "flashinfer-python==0.6.6"),
+    ({"ml_env_packages": ["flashinfer-python==0.7.2"], "cuda_toolkit_version": "12.9"},
+     dict(NVFP4, **{"moe-runner-backend": "auto"}), "sm_120", "cuda_toolkit_version 12.9"),
+])
+def test_nvfp4_moe_rule_names_what_keeps_the_sm120_fix_out(inputs, args, sm, why):
+    f = rules_of(inputs, args, sm=sm)["sm120-nvfp4-moe-flashinfer"]
+    assert f["severity"] == "error" and f["value"] == why
+    assert "FlashInfer issue 2723" in f["message"] and "PR 2725" in f["message"] and ">= 0.6.7" in f["message"]
+    assert "compute_120f" in f["message"] and "CUDA" in f["fix"]
+    assert f["flag"] == ("ml_env_packages" if why.startswith("flashinfer") else "cuda_toolkit_version")
+
+
+@pytest.mark.parametrize("inputs,args,sm", [
+    ({"ml_env_packages": ["flashinfer-python==0.6.5"]}, NVFP4, "10.0"),          # not SM120
+    ({"ml_env_packages": ["flashinfer-python==0.6.5"]}, NVFP4, ""),              # SM unknown
+    ({"ml_env_packages": ["flashinfer-python==0.6.5"]}, dict(NVFP4, **{"moe-runner-backend": "triton"}), "12.0"),
+    ({"ml_env_packages": ["flashinfer-python==0.6.5"]}, {"quantization": "fp8"}, "12.0"),
+    ({"ml_env_packages": ["flashinfer-python>=0.6"]}, NVFP4, "12.0"),            # no exact pin: SGLang's pin
+    ({"ml_env_packages": ["flashinfer-python==0.6.7"], "cuda_toolkit_version": "13.0"}, NVFP4, "12.0"),
+])
+def test_nvfp4_moe_rule_near_misses(inputs, args, sm):
+    assert "sm120-nvfp4-moe-flashinfer" not in rules_of(inputs, args, sm=sm)

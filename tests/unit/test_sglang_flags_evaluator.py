@@ -20,6 +20,9 @@ from sglang_flags_rules_support import HOST_RULE_IDS, MINIMAL, RULES, TUNED_ARGS
     (lambda r: r["applies"].update(gpu="12.0"), "unknown condition"),
     (lambda r: r["applies"].update(sglang={"min": "banana"}), "not a PEP 440"),
     (lambda r: r.update(scope="remote"), "scope"),
+    (lambda r: r["applies"].update(flag_at_least={"ep-size": "two"}), "flag_at_least"),
+    (lambda r: r["applies"].update(flag_at_least=["ep-size"]), "flag_at_least"),
+    (lambda r: r["applies"].update(flag_at_least={}), "flag_at_least"),
 ])
 def test_malformed_rules_are_rejected_naming_the_rule(mutate, match):
     rules = copy.deepcopy(RULES)
@@ -113,3 +116,35 @@ def test_host_rules_and_renames_for_the_script():
     assert set(hr["rules"]) == HOST_RULE_IDS
     assert hr["renames"]["mamba-scheduler-strategy"]["replacement"] == "--mamba-radix-cache-strategy"
 
+
+
+# ---------------------------------------------------------------------------------------------
+# flag_at_least: a numeric threshold on a flag's value
+# ---------------------------------------------------------------------------------------------
+AT_LEAST = {"id": "site-long-context", "severity": "error", "message": "--{flag} {value}", "fix": "lower it",
+            "source": "site policy", "applies": {"flag_at_least": {"context-length": 262144, "ep": 2}}}
+
+
+@pytest.mark.parametrize("args,hit", [
+    ({"context-length": 262144}, ("context-length", 262144)),
+    ({"context-length": "300000"}, ("context-length", "300000")),
+    ({"context-length": 131072, "ep": 2}, ("ep", 2)),
+    ({"ep": "8"}, ("ep", "8")),
+])
+def test_flag_at_least_fires_at_or_above_the_limit(args, hit):
+    f = by_rule(F.sglang_flags_check(dict(MINIMAL, **args), [AT_LEAST]))["site-long-context"]
+    assert (f["flag"], f["value"]) == hit
+    assert f["message"] == f"--{hit[0]} {hit[1]}"
+
+
+@pytest.mark.parametrize("args", [
+    {"context-length": 262143}, {"context-length": "auto"}, {"context-length": True}, {"ep": 1}, {"ep-size": 8}, {},
+])
+def test_flag_at_least_does_not_fire_below_the_limit_or_on_other_flags(args):
+    assert F.sglang_flags_check(dict(MINIMAL, **args), [AT_LEAST]) == []
+
+
+def test_flag_at_least_names_the_flag_after_flags_any():
+    rule = dict(AT_LEAST, applies={"flags_any": ["speculative-algorithm"], "flag_at_least": {"context-length": 10}})
+    f = F.sglang_flags_check(dict(MINIMAL, **{"speculative-algorithm": "NEXTN", "context-length": 20}), [rule])[0]
+    assert f["flag"] == "speculative-algorithm"

@@ -43,7 +43,11 @@ def _inventory_vars(inventory, group):
 
 
 PRODUCTION = _inventory_vars("production", "blackwell")
-GOOD_ARGS = PRODUCTION["sglang_server_args"]
+# The shipped profile leaves context-length to the model (262144), which the lint warns about
+# (qwen35-397b-nextn-context-default, SGLang issue 34239); the base of these tests sets it, so
+# that each test judges only the input it changes.
+ACCEPTED_WARNING = "qwen35-397b-nextn-context-default"
+GOOD_ARGS = dict(PRODUCTION["sglang_server_args"], **{"context-length": 131072})
 GOOD_ENV = PRODUCTION["sglang_server_env"]
 
 
@@ -82,8 +86,9 @@ def args_with(**flags):
 def test_shipped_inventories_have_no_input_findings(inventory, group):
     data = _inventory_vars(inventory, group)
     unit = {k: v for k, v in data.items() if k in I.UNIT_INPUTS}
-    findings, _ = judge(data["sglang_server_args"], data["sglang_server_env"], unit)
-    assert findings == []
+    findings, report = judge(data["sglang_server_args"], data["sglang_server_env"], unit)
+    assert report["errors"] == []
+    assert [f["rule"] for f in findings] == ([ACCEPTED_WARNING] if inventory == "production" else [])
 
 
 def test_role_defaults_pass():
@@ -264,10 +269,27 @@ def test_ambiguous_prefix_is_refused_listing_the_candidates():
             ["--mamba-radix-cache-strategy", "--mamba-ssm-dtype"])
 
 
-def test_unknown_flag_is_a_warning_naming_it():
-    findings, report = judge(args_with(max_totl_tokens=8192))
-    assert report["errors"] == []
-    assert any(w.startswith(f"{HOST}: --max-totl-tokens [flag-unknown] ") for w in report["warnings"])
+def test_unknown_flag_is_an_error_naming_the_closest_flags():
+    findings, report = judge(args_with(max_runing_requests=4))
+    refused(report, "--max-runing-requests", "flag-unknown", "write the flag you mean (e.g. max-running-requests)",
+            ["SGLang 0.5.23 has no flag --max-runing-requests", "unrecognized arguments",
+             "the closest flags it has: --max-running-requests", "sglang_flags_extra_known_flags"])
+    assert report["warnings"] == []
+
+
+def test_an_extra_known_flag_passes_the_name_checks_and_keeps_its_value_checks():
+    catalog = C.sglang_flags_catalog_extend(C.sglang_flags_catalog_of("0.5.23"), ["site-numa-pin"])
+    findings = I.sglang_flags_inputs(args_with(site_numa_pin="0-15"), env=GOOD_ENV, catalog=catalog, rules=RULES,
+                                     version="0.5.23")
+    assert findings == []
+    findings = I.sglang_flags_inputs(args_with(site_numa_pin="--api-key"), env=GOOD_ENV, catalog=catalog,
+                                     rules=RULES, version="0.5.23")
+    assert {f["rule"] for f in findings} == {"input-dash-value"}
+    # a typo of it is still unknown, and named after it
+    findings = I.sglang_flags_inputs(args_with(site_numa_pn="0-15"), env=GOOD_ENV, catalog=catalog, rules=RULES,
+                                     version="0.5.23")
+    assert [f["rule"] for f in findings] == ["flag-unknown"]
+    assert "--site-numa-pin" in findings[0]["message"]
 
 
 def test_removed_flag_is_left_to_its_rename_rule():
@@ -288,10 +310,12 @@ def test_value_outside_literal_choices_is_refused():
 
 
 def test_without_a_catalog_names_are_not_checked_and_a_warning_says_so():
-    args = args_with(moe_runner="flashinfer_cutlass")
+    args = args_with(moe_runner="flashinfer_cutlass", max_runing_requests=4)
     findings, report = judge(args, version="0.5.99")
-    assert "flag-abbreviation" not in {f["rule"] for f in findings}
-    assert any("[flag-catalog-missing]" in w and "0.5.23" in w for w in report["warnings"])
+    assert not {"flag-abbreviation", "flag-unknown"} & {f["rule"] for f in findings}
+    assert report["errors"] == []
+    assert any("[flag-catalog-missing]" in w and "0.5.23" in w and "no exact flag catalog exists" in w
+               and "could not be refused" in w for w in report["warnings"])
     assert C.sglang_flags_catalog_of("") == {} and C.sglang_flags_catalog_of(None) == {}
     assert C.sglang_flags_catalog_of("0.5.23+g1a2b")["sglang"] == "0.5.23"
 

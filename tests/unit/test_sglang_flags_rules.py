@@ -34,7 +34,10 @@ CASES = {
     "sm120-moe-flashinfer-cutedsl": (
         dict(MINIMAL, **{"speculative-moe-runner-backend": "flashinfer_cutedsl"}), {}, {},
         dict(MINIMAL, **{"moe-runner-backend": "flashinfer_cutedsl"}), {}, {"sm": "10.0"}),
-    "sm120-attention-fa3-fa4": (
+    "sm120-attention-fa3": (
+        dict(MINIMAL, **{"decode-attention-backend": "fa3"}), {}, {"version": "0.5.23"},
+        dict(MINIMAL, **{"attention-backend": "fa3"}), {}, {"sm": "9.0"}),
+    "sm120-attention-fa4-before-0.5.19": (
         dict(MINIMAL, **{"decode-attention-backend": "fa4"}), {}, {"version": "0.5.18"},
         dict(MINIMAL, **{"attention-backend": "fa4"}), {}, {"version": "0.5.19"}),
     "sm120-hybrid-gdn-attention-backend": (
@@ -52,6 +55,21 @@ CASES = {
     "sm120-fp4-gemm-default": (
         dict(MINIMAL, **{"quantization": "modelopt_fp4"}), {}, {},
         dict(MINIMAL, **{"quantization": "modelopt_fp4", "fp4-gemm-backend": "flashinfer_cudnn"}), {}, {}),
+    "sm120-flashinfer-allreduce-fusion": (
+        dict(MINIMAL, **{"flashinfer-allreduce-fusion-backend": "trtllm"}), {}, {},
+        dict(MINIMAL, **{"flashinfer-allreduce-fusion-backend": "trtllm"}), {}, {"sm": "10.0"}),
+    "sm120-qwen35-expert-parallel": (
+        dict(QWEN35, **{"expert-parallel-size": 8}), {}, {},
+        dict(QWEN35, **{"ep-size": 1}), {}, {}),
+    "qwen35-397b-nextn-context-262144": (
+        dict(QWEN35, **{"speculative-algorithm": "NEXTN", "context-length": 262144}), {}, {"sm": "9.0"},
+        dict(QWEN35, **{"speculative-algorithm": "NEXTN", "context-length": 131072}), {}, {}),
+    "qwen35-397b-nextn-context-default": (
+        dict(QWEN35, **{"speculative-algorithm": "eagle"}), {}, {},
+        dict(QWEN35, **{"speculative-algorithm": "NGRAM"}), {}, {}),
+    "hybrid-gdn-speculative-adaptive": (
+        {"model-path": "/data/models/Qwen3-Next-80B-A3B", "speculative-adaptive": True}, {}, {"sm": "9.0"},
+        dict(MINIMAL, **{"speculative-adaptive": True}), {}, {}),
     "sm120-torch-symm-mem": (
         dict(MINIMAL, **{"enable-torch-symm-mem": True}), {}, {},
         dict(MINIMAL, **{"enable-torch-symm-mem": False}), {}, {}),
@@ -176,7 +194,10 @@ def test_hand_tuned_command_on_0_5_14_only_warns_about_the_alias():
 
 
 def test_corrected_command_is_accepted():
-    assert check(FIXED_ARGS, FIXED_ENV) == []
+    # only the warning on the model's default context length (262144, SGLang issue 34239)
+    found = check(FIXED_ARGS, FIXED_ENV)
+    assert [(f["rule"], f["severity"]) for f in found] == [("qwen35-397b-nextn-context-default", "warning")]
+    assert check(dict(FIXED_ARGS, **{"context-length": 131072}), FIXED_ENV) == []
 
 
 def test_production_profile_is_accepted_on_0_5_23_sm120():
@@ -185,7 +206,7 @@ def test_production_profile_is_accepted_on_0_5_23_sm120():
         profile = yaml.safe_load(fh)
     assert profile["gpu_host_expected_sm"] == "12.0"
     found = check(profile["sglang_server_args"], profile["sglang_server_env"])
-    assert found == []
+    assert [(f["rule"], f["severity"]) for f in found] == [("qwen35-397b-nextn-context-default", "warning")]
     # the PCIe levers are opt-in
     for lever in ("sglang_server_pcie_ipc_allreduce", "sglang_server_nccl_ib_disable",
                   "sglang_server_nccl_p2p_level_sys"):
@@ -198,7 +219,7 @@ def test_every_violation_is_listed_not_just_the_first():
                               "enable-mscclpp": True, "tp": 16})
     assert errors(check(args, TUNED_ENV)) == {
         "removed-mamba-scheduler-strategy", "spec-draft-without-num-steps",
-        "sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend", "mscclpp-not-installed",
-        "tp-exceeds-gpu-count",
+        "sm120-moe-flashinfer-trtllm", "sm120-hybrid-gdn-attention-backend", "sm120-attention-fa3",
+        "mscclpp-not-installed", "tp-exceeds-gpu-count",
     }
 

@@ -72,7 +72,7 @@ def test_blackwell_backends_rejects_the_known_bad_and_passes_the_rest():
     assert len(cands) == 51 and len(rejected) == 42 and len(passing) == 9
     fired = set(r for rules in rejected.values() for r in rules)
     assert fired == {"sm120-moe-flashinfer-cutedsl", "sm120-moe-flashinfer-trtllm", "sm120-fp4-gemm-cutlass",
-                     "sm120-hybrid-gdn-attention-backend", "spec-draft-without-num-steps"}
+                     "sm120-hybrid-gdn-attention-backend", "sm120-attention-fa3", "spec-draft-without-num-steps"}
     assert rejected["moe-runner-backend=flashinfer_trtllm"] == ["sm120-moe-flashinfer-trtllm"]
     assert rejected["draft tokens without num-steps (refused)"] == ["spec-draft-without-num-steps"]
     assert verdicts["trtllm_mha attention"] == [] and verdicts["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"] == []

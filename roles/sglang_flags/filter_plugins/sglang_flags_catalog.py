@@ -9,6 +9,13 @@ it from an sglang wheel into ``files/catalogs/sglang-<version>.json``. The catal
 the SGLang version the host declares (``sglang_flags_sglang_version``); a version without one
 is judged without it (a warning says so).
 
+Where the catalog is exact (the declared version has one), a name it does not know is an error
+naming the closest known flags (``difflib``), unless the site lists it in
+``sglang_flags_extra_known_flags`` (a flag its patched SGLang adds: ``sglang_flags_catalog_extend``
+adds those names to the catalog, so they are known, and are still checked as values). Without a
+catalog (a dev or nightly version) nothing can be refused as unknown: a warning says so, and the
+host's own check (files/sglang_preflight.py, the installed SGLang's argparse) still refuses it.
+
 The other versions' catalogs give each name the host's version lacks a history: removed
 (last seen in L, gone in R, with the replacement SGLang named when it deprecated it, or the one
 ``sglang_flags_removed_flags`` in vars/main.yml records) or not there yet (first in N).
@@ -16,12 +23,14 @@ The other versions' catalogs give each name the host's version lacks a history: 
 
 from __future__ import annotations
 
+import difflib
 import glob
 import json
 import os
 import re
 import runpy
 
+from ansible.errors import AnsibleFilterError
 
 # Filter plugins are loaded by path, not as a package: siblings are loaded the same way
 # (module_utils/sglang_by_path.py).
@@ -31,6 +40,7 @@ CATALOG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fi
 CATALOG_SOURCE = "roles/sglang_flags/files/catalogs/sglang-{version}.json (scripts/flag-catalog.py)"
 HISTORY_SOURCE = "roles/sglang_flags/files/catalogs/ (sglang {versions}); docs/sglang-versions.md"
 _CACHE: dict = {}
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 def _public(version) -> str:
@@ -73,6 +83,33 @@ def sglang_flags_catalog_of(version, removed=None, directory=None) -> dict:
     catalog = dict(load_catalog(path))
     catalog["history"] = flag_history(catalog["sglang"], removed, directory)
     return catalog
+
+
+def sglang_flags_catalog_extend(catalog, extra=None) -> dict:
+    """``catalog`` with the names of ``extra`` (``sglang_flags_extra_known_flags``: flags a
+    site's patched SGLang adds, no dashes) among its options, so that the name checks know them
+    (their values are still checked). A catalog that is ``{}`` (no exact catalog) stays as it is:
+    nothing is refused as unknown there anyway. A name that is not a flag name raises."""
+    if extra in (None, ""):
+        extra = []
+    if not isinstance(extra, (list, tuple)):
+        raise AnsibleFilterError("sglang_flags_extra_known_flags must be a list of flag names "
+                                 "without dashes, e.g. [my-site-flag]")
+    names = []
+    for name in extra:
+        text = str(name)
+        if not _NAME_RE.match(text):
+            raise AnsibleFilterError(
+                f"sglang_flags_extra_known_flags: {text!r} is not a flag name: write the long option "
+                "without its leading dashes, in lower case, e.g. my-site-flag")
+        names.append(text)
+    if not names or not (catalog or {}).get("options"):
+        return catalog
+    out = dict(catalog)
+    out["options"] = dict(catalog["options"])
+    for name in names:
+        out["options"].setdefault("--" + name, {"extra_known": "sglang_flags_extra_known_flags"})
+    return out
 
 
 def flag_history(version, removed=None, directory=None) -> dict:
@@ -196,8 +233,8 @@ def name_findings(flag: str, value, catalog: dict, renamed=()) -> list:
     """Findings on one flag name (already normalised): a name the version lacks but another
     version has (removed, with its replacement; or too new), an abbreviation or ambiguous
     prefix (errors: SGLang would accept or refuse them, the rules would not see them), a
-    deprecated or refused spelling, unknown (warning: the host's own check refuses it). Flags
-    that a rule renames (``renamed``) are that rule's."""
+    deprecated or refused spelling, unknown (an error: the catalog is exact; the closest known
+    names are given). Flags that a rule renames (``renamed``) are that rule's."""
     kind, names = resolve(flag, catalog)
     var = f"sglang_server_args['{flag}']"
     version = catalog.get("sglang") if catalog else ""
@@ -233,11 +270,29 @@ def name_findings(flag: str, value, catalog: dict, renamed=()) -> list:
             f"({', '.join('--' + n for n in names)}): argparse refuses it as ambiguous",
             "write the flag you mean in full", catalog)]
     if kind == "unknown" and flag not in renamed:
-        return [_finding(
-            "flag-unknown", "warning", flag, value,
-            f"{var}: SGLang {version} has no flag --{flag} (the host's own check will refuse it)",
-            "correct the name (see `python -m sglang.launch_server --help`) or remove it", catalog)]
+        return [_unknown_finding(flag, value, catalog)]
     return []
+
+
+def close_flags(flag: str, catalog: dict, n=3) -> list:
+    """Up to ``n`` flag names of ``catalog`` closest to ``flag`` (difflib's ratio, best first)."""
+    known = [o[2:] for o in (catalog or {}).get("options") or {}]
+    return difflib.get_close_matches(flag, known, n=n, cutoff=0.6)
+
+
+def _unknown_finding(flag, value, catalog):
+    """An error: the catalog of the declared version is exact, and SGLang's argparse refuses
+    the name (``unrecognized arguments``), naming the closest known flags."""
+    version, close = catalog.get("sglang"), close_flags(flag, catalog)
+    near = f"; the closest flags it has: {', '.join('--' + c for c in close)}" if close else ""
+    write = f"write the flag you mean (e.g. {close[0]})" if close else \
+        "correct the name (see `python -m sglang.launch_server --help`)"
+    return _finding(
+        "flag-unknown", "error", flag, value,
+        f"sglang_server_args['{flag}']: SGLang {version} has no flag --{flag}, and its argparse "
+        f"refuses it (unrecognized arguments){near}",
+        f"{write} or remove it; a flag your site's patched SGLang adds: list it in "
+        "sglang_flags_extra_known_flags", catalog)
 
 
 def value_findings(flag: str, values: list, catalog: dict) -> list:
@@ -281,8 +336,9 @@ def missing_catalog_findings(version) -> list:
         "status": "unknown-version",
         "flag": "sglang_flags_sglang_version",
         "value": version,
-        "message": f"no flag catalog for {what} (catalogs: {have}): flag names were not checked "
-                   "for abbreviations or typos",
+        "message": f"no exact flag catalog exists for {what} (catalogs: {have}), so unknown flag "
+                   "names could not be refused and abbreviations were not written in full; the "
+                   "host's own check (the installed SGLang's argparse) still refuses an unknown name",
         "fix": "add one: scripts/flag-catalog.py sglang-<version>-*.whl",
         "source": "roles/sglang_flags/files/catalogs/",
     }]
@@ -290,4 +346,5 @@ def missing_catalog_findings(version) -> list:
 
 class FilterModule:
     def filters(self):
-        return {"sglang_flags_catalog_of": sglang_flags_catalog_of}
+        return {"sglang_flags_catalog_of": sglang_flags_catalog_of,
+                "sglang_flags_catalog_extend": sglang_flags_catalog_extend}

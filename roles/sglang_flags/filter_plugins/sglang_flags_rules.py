@@ -11,6 +11,7 @@ A rule::
         sm: ["12.0", "12.1"]               # GPU compute capability major.minor ("12.*" allowed)
         sglang: {min: "0.5.20", max: null} # min inclusive, max exclusive, PEP 440 ordering
         flags_any: [a, b]                  # at least one of these flags is present
+        flag_at_least: {flag: N}           # some flag is given with a number >= N (ep-size 2)
         flag_values: {flag: [v1, v2]}      # some flag has one of these values (case-insensitive);
                                            # a list of such mappings: each one must hold
         flag_values_outside: {flag: [v]}   # some flag is given with a value outside the list
@@ -31,7 +32,6 @@ unknown, and every other condition holds, the result is a warning with status
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import runpy
 
@@ -39,7 +39,8 @@ from ansible.errors import AnsibleFilterError
 
 
 # Sibling modules (beside this file). Ansible loads filter plugins by path, not as a package, so
-# they are loaded the same way (module_utils/sglang_by_path.py): the renderer (sglang_flags.py)
+# they are loaded the same way (module_utils/sglang_by_path.py): sglang_flags_conditions.py
+# decides whether each condition holds; the renderer (sglang_flags.py)
 # owns the flag model (``model_path`` -> ``model-path``, ``false``/``null`` dropped);
 # sglang_flags_version.py orders versions (packaging.version); sglang_flags_requirements.py reads
 # package names, sglang_flags_sm.py compute capabilities, sglang_flags_gpus.py the GPUs a flag
@@ -50,6 +51,7 @@ _versions = _load(__file__, "sglang_flags_version.py")
 _requirements = _load(__file__, "sglang_flags_requirements.py")
 _sm = _load(__file__, "sglang_flags_sm.py")
 _gpus = _load(__file__, "sglang_flags_gpus.py")
+_conditions = _load(__file__, "sglang_flags_conditions.py")
 version_key = _versions.version_key
 sglang_version_compare = _versions.sglang_version_compare
 version_in_range = _versions.version_in_range
@@ -68,26 +70,6 @@ def _normalize_args(args) -> dict:
     return _renderer.sglang_normalize_args(args)
 
 
-def _values(value) -> list:
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    if value is True:
-        return []
-    return [str(value)]
-
-
-_KNOWN_CONDITIONS = {
-    "sm",
-    "sglang",
-    "flags_any",
-    "flag_values",
-    "flag_values_outside",
-    "model_any",
-    "flags_absent",
-    "env_any",
-    "packages_absent",
-    "gpus_exceed_count",
-}
 _REQUIRED_FIELDS = ("id", "severity", "applies", "message", "fix", "source")
 
 
@@ -113,12 +95,17 @@ def sglang_flags_validate_rules(rules) -> list:
         applies = rule["applies"]
         if not isinstance(applies, dict):
             raise AnsibleFilterError(f"{where} ({rule['id']}): applies must be a mapping")
-        unknown = set(applies) - _KNOWN_CONDITIONS
+        unknown = set(applies) - _conditions.KNOWN_CONDITIONS
         if unknown:
             raise AnsibleFilterError(
                 f"{where} ({rule['id']}): unknown condition(s) {sorted(unknown)}; "
-                f"known: {sorted(_KNOWN_CONDITIONS)}"
+                f"known: {sorted(_conditions.KNOWN_CONDITIONS)}"
             )
+        least = applies.get("flag_at_least")
+        if least is not None and (not isinstance(least, dict) or not least or any(
+                isinstance(n, bool) or not isinstance(n, (int, float)) for n in least.values())):
+            raise AnsibleFilterError(
+                f"{where} ({rule['id']}): flag_at_least must be {{flag: number, ...}}")
         rng = applies.get("sglang")
         if rng is not None:
             if not isinstance(rng, dict) or set(rng) - {"min", "max"}:
@@ -132,83 +119,6 @@ def sglang_flags_validate_rules(rules) -> list:
                     except ValueError as exc:
                         raise AnsibleFilterError(f"{where} ({rule['id']}): {exc}") from exc
     return rules
-
-
-def _lc(values) -> set:
-    return {str(v).lower() for v in values}
-
-
-def _evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
-    """(status, flag, value) or None when the rule does not apply.
-
-    status: "violation", "unknown-version", "unknown-sm", "unknown-gpu-count",
-    "unknown-packages".
-    """
-    applies = rule.get("applies") or {}
-    flag = value = None
-    unknown = []
-
-    if "flags_any" in applies:
-        present = [f for f in applies["flags_any"] if f in args]
-        if not present:
-            return None
-        flag = present[0]
-        value = args[flag]
-    groups = applies.get("flag_values", [])
-    groups = [groups] if isinstance(groups, dict) else list(groups)
-    if "flag_values_outside" in applies:
-        groups.append(applies["flag_values_outside"])
-    for i, group in enumerate(groups):
-        outside = "flag_values_outside" in applies and i == len(groups) - 1
-        hit = next(((f, v) for f, vals in group.items() if f in args for v in _values(args[f])
-                    if (v.lower() in _lc(vals)) != outside), None)
-        if not hit:
-            return None
-        if flag is None:
-            flag, value = hit
-    if "model_any" in applies:
-        model = str(args.get("model-path", args.get("model", ""))).lower()
-        if not any(fnmatch.fnmatchcase(model, str(p).lower()) for p in applies["model_any"]):
-            return None
-    if "flags_absent" in applies:
-        if any(f in args for f in applies["flags_absent"]):
-            return None
-        if flag is None:
-            flag = applies["flags_absent"][0]
-    if "env_any" in applies:
-        set_vars = [v for v in applies["env_any"] if env.get(v) is not None]
-        if not set_vars:
-            return None
-        if flag is None:
-            flag, value = set_vars[0], env[set_vars[0]]
-    if applies.get("gpus_exceed_count"):
-        need = _gpus.gpus_needed(args)
-        if need <= 1:
-            return None
-        if gpu_count is None:
-            unknown.append("unknown-gpu-count")
-        elif need <= gpu_count:
-            return None
-        if flag is None:
-            flag = next((f for f in _gpus.TP_FLAGS if f in args), "tp")
-            value = need
-    if "packages_absent" in applies:
-        if packages is None:
-            unknown.append("unknown-packages")
-        elif any(_requirements.canonical_package(p) in packages for p in applies["packages_absent"]):
-            return None
-    if "sm" in applies:
-        if not sm:
-            unknown.append("unknown-sm")
-        elif not _sm.sm_matches(sm, applies["sm"]):
-            return None
-    if "sglang" in applies:
-        rng = applies["sglang"] or {}
-        if not version:
-            unknown.append("unknown-version")
-        elif not version_in_range(version, rng.get("min"), rng.get("max")):
-            return None
-    return (unknown[0] if unknown else "violation", flag, value)
 
 
 def _fmt(template: str, **kw) -> str:
@@ -309,7 +219,7 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
     for rule in rules:
         if rule.get("scope", "offline") != scope:
             continue
-        res = _evaluate_rule(rule, nargs, env, sm, version, gpu_count, packages)
+        res = _conditions.evaluate_rule(rule, nargs, env, sm, version, gpu_count, packages)
         if res is None:
             continue
         status, flag, value = res
