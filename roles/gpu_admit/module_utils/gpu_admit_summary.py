@@ -114,26 +114,38 @@ def _labels(**labels):
                              for k, v in sorted(labels.items())) if labels else ""
 
 
+# (metric, summary/figure name, scale to base units, help): Prometheus' base units, bytes and seconds
+PER_GPU_METRICS = (
+    ("gpu_admit_h2d_bytes_per_second", "h2d_gbps", 1e9, "host-to-device pinned copy"),
+    ("gpu_admit_d2h_bytes_per_second", "d2h_gbps", 1e9, "device-to-host pinned copy"),
+    ("gpu_admit_memory_copy_bytes_per_second", "memory_gbps", 1e9, "device memory copy, read + write"),
+    ("gpu_admit_gemm_flop_per_second", "gemm_tflops", 1e12, "bf16 GEMM burn-in"),
+)
+
+
+def _num(value, scale):
+    return "%.6g" % (value * scale)
+
+
 def textfile(measured, summary, key, small_bytes):
     """node exporter textfile collector page (gpu_admit.prom): the admission's figures."""
     rows = [("gpu_admit_admitted", "1 when the host passed its last admission (roles/gpu_admit)",
              [({"key": key}, 1 if summary["admitted"] else 0)])]
-    per = {"h2d_gbps": [], "d2h_gbps": [], "memory_gbps": [], "gemm_tflops": []}
-    for gpu in measured.get("gpus") or []:
-        for name, value in gpu_figures(gpu).items():
-            if value is not None:
-                per[name].append(({"gpu": gpu.get("index")}, value))
-    helps = {"h2d_gbps": "host-to-device pinned copy, GB/s", "d2h_gbps": "device-to-host pinned copy, GB/s",
-             "memory_gbps": "device memory copy (read + write), GB/s", "gemm_tflops": "bf16 GEMM burn-in, TFLOP/s"}
-    rows += [("gpu_admit_" + n, helps[n], per[n]) for n in sorted(per) if per[n]]
-    small = [({"impl": i, "bytes": small_bytes}, v) for i, v in sorted((summary.get("allreduce_small_us") or {}).items())]
+    figures = [(gpu.get("index"), gpu_figures(gpu)) for gpu in measured.get("gpus") or []]
+    for metric, name, scale, help_ in PER_GPU_METRICS:
+        samples = [({"gpu": i}, _num(f[name], scale)) for i, f in figures if f[name] is not None]
+        if samples:
+            rows.append((metric, help_, samples))
+    small = [({"impl": i, "bytes": small_bytes}, _num(v, 1e-6))
+             for i, v in sorted((summary.get("allreduce_small_us") or {}).items())]
     if small:
-        rows.append(("gpu_admit_allreduce_latency_us", "all-reduce latency at the small message size", small))
-    for name, value, help_ in (("gpu_admit_p2p_min_gbps", summary.get("p2p_gbps_min"), "slowest GPU pair's peer copy"),
-                               ("gpu_admit_allreduce_busbw_gbps", summary.get("allreduce_busbw_gbps"),
+        rows.append(("gpu_admit_allreduce_latency_seconds", "all-reduce latency at the small message size", small))
+    for name, value, help_ in (("gpu_admit_p2p_min_bytes_per_second", summary.get("p2p_gbps_min"),
+                                "slowest GPU pair's peer copy"),
+                               ("gpu_admit_allreduce_busbw_bytes_per_second", summary.get("allreduce_busbw_gbps"),
                                 "NCCL all-reduce bus bandwidth at the large message size")):
         if value is not None:
-            rows.append((name, help_ + ", GB/s", [({}, value)]))
+            rows.append((name, help_, [({}, _num(value, 1e9))]))
     rows.append(("gpu_admit_info", "the admission's context (value 1)", [(
         {"links": "/".join(summary.get("links") or []), "world_size": summary.get("world_size"),
          "measured_at": summary.get("measured_at"), "key": key}, 1)]))
