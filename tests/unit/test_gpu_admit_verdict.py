@@ -14,6 +14,7 @@ import pytest
 import yaml
 from ansible.module_utils import gpu_admit_summary as summary
 from ansible.module_utils import gpu_admit_verdict as verdict
+from ansible.module_utils import sglang_verify_render as render
 from sglang_monitoring_support import promtool
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -218,3 +219,21 @@ def test_record_module_due_measured_kept_and_judged_again(tmp_path, run_module):
     assert run_module(gpu_admit_record, record_args(tmp_path, force=True))["due"]
     moved = run_module(gpu_admit_record, record_args(tmp_path, ml_env_generation="gen-b"))
     assert moved["due"] and moved["reason"] == ["ml_env_generation"]
+
+
+def test_the_verification_summary_shows_the_bus_beside_tok_s():
+    one = load("measure-run1.json")
+    eight = eight_gpus()
+    hosts = {
+        "h200": {"passed": True, "flag_hash": "a", "context": {"bus": summary.summarize(one, judge(one), 32768, 268435456)},
+                 "result": {"single_stream": {"decode_tps": 71.6, "decode_tps_runs": [71.0, 72.0]}}},
+        "rtx": {"passed": True, "flag_hash": "b", "context": {"bus": summary.summarize(eight, judge(eight), 32768, 268435456)},
+                "result": {"single_stream": {"decode_tps": 80.0, "decode_tps_runs": [80.0]}}},
+        "none": {"passed": True, "flag_hash": "c", "result": {}},
+    }
+    md = render.render_summary_md({"run_id": "R", "hosts": hosts})
+    assert "| 71.6 (71.0-72.0) | Gen5 x16, H2D 55.3 GB/s, 1 GPU: bus not measured |" in md
+    assert "| 80.0 (80.0-80.0) | Gen5 x16, H2D 55.3 GB/s, AR 32 KiB 25.0 us, P2P 48.0 GB/s |" in md
+    assert "| - | - |" in md  # a host never admitted
+    refused = dict(summary.summarize(one, judge(one), 32768, 268435456), admitted=False)
+    assert render.bus_cell(refused).startswith("REFUSED Gen5 x16")
