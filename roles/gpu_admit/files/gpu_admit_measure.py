@@ -24,9 +24,9 @@ os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
-import gpu_admit_collective  # noqa: E402  pylint: disable=wrong-import-position
-import gpu_admit_device  # noqa: E402  pylint: disable=wrong-import-position
-import gpu_admit_health  # noqa: E402  pylint: disable=wrong-import-position
+import gpu_admit_collective  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
+import gpu_admit_device  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
+import gpu_admit_health  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
 
 SCHEMA_VERSION = 1
 
