@@ -2,10 +2,18 @@
 library/model_files_progress.py): measured from the files on disk, worded for an operator; the
 job's end read from its async status file as async_status reads it."""
 
+import importlib.util
 import json
+import os
 
-import model_files_progress as poll
 from ansible.module_utils import model_files_progress as progress
+
+# the module (library/), loaded by its path: tests/hub/hub_layout.py puts the role's module_utils
+# first on sys.path, where a file of the same name would win an `import model_files_progress`
+_SPEC = importlib.util.spec_from_file_location("model_files_progress_module", os.path.join(
+    os.path.dirname(__file__), "..", "..", "roles", "model_files", "library", "model_files_progress.py"))
+poll = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(poll)
 
 
 def record(tmp_path, files, started=1000.0, base=0):
