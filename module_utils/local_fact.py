@@ -20,8 +20,11 @@ def render(data):
 
 def write_local_fact(directory, name, data, check_mode=False):
     """Write <directory>/<name>.fact atomically (mode 0644); True when changed."""
-    path = os.path.join(directory, name + ".fact")
-    content = render(data)
+    return write_if_changed(os.path.join(directory, name + ".fact"), render(data), check_mode)
+
+
+def write_if_changed(path, content, check_mode=False):
+    """Write `content` to `path` atomically (mode 0644) unless it is already there; True when changed."""
     try:
         with open(path, encoding="utf-8") as handle:
             if handle.read() == content:

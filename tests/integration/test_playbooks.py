@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 PLAYBOOKS = ["deploy.yml", "playbooks/verify.yml", "playbooks/lint.yml", "playbooks/rollback.yml",
-             "playbooks/wheelhouse.yml", "playbooks/local_hosts.yml"]
+             "playbooks/wheelhouse.yml", "playbooks/local_hosts.yml", "playbooks/admit.yml"]
 
 
 def run(*args):

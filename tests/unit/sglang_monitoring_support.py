@@ -24,6 +24,10 @@ PAGES = [
 ]
 # Series Prometheus makes itself for every target.
 PROMETHEUS_SERIES = {"up"}
+# dcgm-exporter's names the rules read, as its default counters list them (NVIDIA/dcgm-exporter,
+# etc/default-counters.csv: "DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error
+# encountered."). Not recorded here: the lent GPU machine has no DCGM (tests/fixtures/gpu-admit).
+DCGM_PUBLISHED = {"DCGM_FI_DEV_XID_ERRORS"}
 DASHBOARD = os.path.join(ROLE, "files", "sglang-fleet-dashboard.json")
 
 # The synthetic fleet of tests/prometheus/README.md.
@@ -41,6 +45,10 @@ FLEET = [
         "sglang_verify_max_ttft_ms": 500, "sglang_verify_min_decode_tps": 100, "sglang_router_url": ROUTER,
     }, {}),
 ]
+
+
+# The synthetic fleet with gpu-a's dcgm-exporter scraped: every alert group exists.
+GPU_FLEET = [dict(FLEET[0], dcgm=True), FLEET[1]]
 
 
 def promtool():

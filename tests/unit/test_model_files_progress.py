@@ -1,19 +1,11 @@
 """roles/model_files' progress of a background fetch or copy (module_utils/model_files_progress.py,
-library/model_files_progress.py): measured from the files on disk, worded for an operator; the
+library/model_files_follow.py): measured from the files on disk, worded for an operator; the
 job's end read from its async status file as async_status reads it."""
 
-import importlib.util
 import json
-import os
 
+import model_files_follow as poll
 from ansible.module_utils import model_files_progress as progress
-
-# the module (library/), by its path: module_utils/ has a file of the same name, which a test that
-# puts module_utils/ first on sys.path (tests/hub/hub_layout.py) would make `import` find instead
-_LIBRARY = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "model_files", "library", "model_files_progress.py")
-_spec = importlib.util.spec_from_file_location("_test_model_files_progress_module", _LIBRARY)
-poll = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(poll)
 
 
 def record(tmp_path, files, started=1000.0, base=0):

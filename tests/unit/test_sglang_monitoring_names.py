@@ -7,7 +7,8 @@ import json
 import pytest
 import yaml
 
-from sglang_monitoring_support import DASHBOARD, FLEET, metric_names, page_names, rules, run_promtool
+from sglang_monitoring_support import (DASHBOARD, DCGM_PUBLISHED, GPU_FLEET, metric_names, page_names, rules,
+                                       run_promtool)
 
 
 def dashboard_queries():
@@ -46,8 +47,8 @@ def test_pages_hold_sglang_and_router_names():
 
 
 def test_every_rule_reads_recorded_metrics():
-    known = page_names()
-    for group in rules.alert_rules(FLEET)["groups"]:
+    known = page_names() | DCGM_PUBLISHED  # dcgm-exporter's published name: see the support module
+    for group in rules.alert_rules(GPU_FLEET)["groups"]:
         for rule in group["rules"]:
             used = metric_names(rule["expr"])
             assert used, rule["expr"]

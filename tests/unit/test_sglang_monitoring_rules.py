@@ -8,7 +8,7 @@ import shutil
 import pytest
 import yaml
 
-from sglang_monitoring_support import FLEET, ROOT, rules, run_promtool
+from sglang_monitoring_support import FLEET, GPU_FLEET, ROOT, rules, run_promtool
 
 TESTS = sorted(glob.glob(os.path.join(ROOT, "tests", "prometheus", "*.yml")))
 
@@ -16,7 +16,7 @@ TESTS = sorted(glob.glob(os.path.join(ROOT, "tests", "prometheus", "*.yml")))
 @pytest.fixture(name="rule_dir")
 def fixture_rule_dir(tmp_path):
     with open(tmp_path / "sglang-rules.yml", "w", encoding="utf-8") as handle:
-        yaml.safe_dump(rules.alert_rules(FLEET), handle, sort_keys=False, width=1000)
+        yaml.safe_dump(rules.alert_rules(GPU_FLEET), handle, sort_keys=False, width=1000)
     return tmp_path
 
 
@@ -38,9 +38,16 @@ def test_every_alert_has_a_promtool_test():
         with open(path, encoding="utf-8") as handle:
             for case in yaml.safe_load(handle)["tests"]:
                 tested.update(t["alertname"] for t in case.get("alert_rule_test", []) if t.get("exp_alerts"))
-    alerts = {r["alert"] for g in rules.alert_rules(FLEET)["groups"] for r in g["rules"]}
+    alerts = {r["alert"] for g in rules.alert_rules(GPU_FLEET)["groups"] for r in g["rules"]}
     assert alerts - tested == set(), "alerts without a firing promtool test"
-    assert len(alerts) == 12
+    assert len(alerts) == 13
+
+
+def test_the_gpu_group_needs_a_host_whose_dcgm_exporter_is_scraped():
+    assert "gpu" not in [g["name"] for g in rules.alert_rules(FLEET)["groups"]]
+    (group,) = [g for g in rules.alert_rules(GPU_FLEET)["groups"] if g["name"] == "gpu"]
+    assert [r["alert"] for r in group["rules"]] == ["GPUXidError"]
+    assert group["rules"][0]["expr"] == 'max by (host, instance, gpu) (DCGM_FI_DEV_XID_ERRORS{job="dcgm"}) > 0'
 
 
 def test_one_rule_per_distinct_threshold():

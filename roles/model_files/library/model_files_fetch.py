@@ -37,7 +37,7 @@ options:
   min_free_bytes: {type: int, default: 0, description: "Free space that must remain under I(root) after the fetch."}
   free_bytes_override: {type: int, description: "Test only: the free space figure used instead of the file system's."}
   progress_file: {type: path, description: "While files are fetched or copied: what is being filled, for
-                  C(model_files_progress) to measure (the task runs async); removed when the run ends."}
+                  C(model_files_follow) to measure (the task runs async); removed when the run ends."}
 """
 
 RETURN = r"""

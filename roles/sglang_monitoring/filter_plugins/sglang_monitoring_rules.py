@@ -7,8 +7,9 @@ sglang_monitoring_alert_rules(hosts, options) -> {"groups": [...]}, where `hosts
 of sglang_monitoring_hosts. A threshold that differs between hosts gives one rule per distinct
 value, matching its hosts by the `host` label; a host whose threshold is unknown or off gets no
 such rule. Metric names are those of SGLang 0.5.23's /metrics and sglang-router 0.3.2's
-Prometheus port, as recorded in tests/fixtures (tests/unit/test_sglang_monitoring_names.py
-checks every name); why each rule reads what it reads: docs/monitoring.md.
+Prometheus port, as recorded in tests/fixtures, and dcgm-exporter's Xid gauge
+(tests/unit/test_sglang_monitoring_names.py checks every name); why each rule reads what it
+reads: docs/monitoring.md.
 
 Pure function (promtool tests: tests/prometheus/, run by tests/unit/test_sglang_monitoring_rules.py).
 """
@@ -177,6 +178,21 @@ def router_rules(hosts, o):
     return out
 
 
+def gpu_rules(hosts):
+    """The GPU group, for hosts whose dcgm-exporter is scraped (sglang_monitoring_dcgm): an NVIDIA
+    Xid in the kernel log, as DCGM reports it. DCGM_FI_DEV_XID_ERRORS is "Value of the last XID
+    error encountered" (dcgm-exporter's etc/default-counters.csv), 0 before any; the name is
+    dcgm-exporter's, not recorded here (no DCGM on the lent GPU machine)."""
+    if not any(h.get("dcgm") for h in hosts):
+        return []
+    return [rule(
+        "GPUXidError", 'max by (%s, gpu) (DCGM_FI_DEV_XID_ERRORS{job="dcgm"}) > 0' % BY, "", "critical",
+        "GPU {{ $labels.gpu }} on {{ $labels.host }} reported NVIDIA Xid {{ $value }}",
+        "DCGM's last Xid of GPU {{ $labels.gpu }} is {{ $value }} (`dmesg | grep 'NVRM: Xid'` on the host has "
+        "the line). Hardware, memory, GSP and bus Xids mean a bad GPU or its firmware: the host's next "
+        "admission refuses it (roles/gpu_admit, gpu_admit_refuse_xids; docs/admission.md, Kernel log).")]
+
+
 DEFAULTS = {
     "down_for": "5m", "health_window": "2m", "health_for": "3m", "stall_window": "5m", "stall_for": "5m",
     "latency_window": "10m", "latency_for": "10m", "spec_window": "5m", "spec_for": "15m",
@@ -195,6 +211,9 @@ def alert_rules(hosts, options=None):
     routed = router_rules(hosts, o)
     if routed:
         groups.append({"name": "sglang-router", "rules": routed})
+    gpu = gpu_rules(hosts)
+    if gpu:
+        groups.append({"name": "gpu", "rules": gpu})
     return {"groups": groups}
 
 

@@ -71,7 +71,7 @@ from ansible.module_utils.sglang_flags_model import flag_hash, redact_flags
 from ansible.module_utils.sglang_quality import accept_length_gate, gate as quality_gate
 from ansible.module_utils.sglang_verify_gsm8k import gsm8k_gate
 from ansible.module_utils.sglang_verify_gates import evaluate_gates, limit_value
-from ansible.module_utils.sglang_verify_render import RUN_ARGS, console_lines
+from ansible.module_utils.sglang_verify_render import RUN_ARGS, bus_cell, console_lines
 from ansible.module_utils.sglang_verify_store import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
@@ -173,6 +173,9 @@ def main():
         "median %s tok/s of %d accepted runs (min %s, max %s)" % (stats["median"], stats["n"], stats["min"], stats["max"])
         if stats else "none yet: collecting (regression gates apply from %s accepted runs)" % (
             p["gates"].get("min_samples") or 3))))
+    bus = (p["context"] or {}).get("bus")
+    if bus:
+        lines.insert(6, "%-28s %s" % ("bus (admission)", bus.get("text") or bus_cell(bus)))
     module.exit_json(changed=False, passed=passed, failures=failures, lines=lines, baseline=baseline or {},
                      baseline_key=key, baseline_updated=updated, baseline_reset=reset_to,
                      host_report=host_path, flag_hash=fh_)

@@ -138,6 +138,22 @@ def _clip(text, n):
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+def bus_cell(bus):
+    """'Gen5 x16, H2D 55.3 GB/s, AR 32 KiB 25.0 us, P2P 48.0 GB/s': a host's admission
+    (roles/gpu_admit summary, context.bus), or '-' when it has none."""
+    if not bus:
+        return "-"
+    parts = ["/".join(bus.get("links") or []) or "link ?", "H2D %s GB/s" % _fmt(bus.get("h2d_gbps_min"))]
+    small = (bus.get("allreduce_small_us") or {}).get("nccl")
+    if small is not None:
+        parts.append("AR %s KiB %s us" % ((bus.get("allreduce_small_bytes") or 0) // 1024, _fmt(small)))
+    if bus.get("p2p_gbps_min") is not None:
+        parts.append("P2P %s GB/s" % _fmt(bus["p2p_gbps_min"]))
+    elif (bus.get("world_size") or 0) < 2:
+        parts.append("1 GPU: bus not measured")
+    return ("" if bus.get("admitted") else "REFUSED ") + ", ".join(parts)
+
+
 def _probe_line(result):
     probes = result.get("probes")
     if probes is None:
@@ -150,9 +166,10 @@ def _probe_line(result):
 def render_summary_md(report):
     """Markdown summary of one run (all hosts verified so far in it)."""
     out = ["# SGLang verification %s" % report.get("run_id"), ""]
-    out.append("| host | verdict | sglang | flags | probes | decode tok/s (min-max) | TTFT ms | ITL p50/p90/p99 ms "
-               "| sweep tok/s (concurrency) | spec accept | baseline tok/s (n) | start s cold / warm | quality |")
-    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    out.append("| host | verdict | sglang | flags | probes | decode tok/s (min-max) | bus (admission) | TTFT ms "
+               "| ITL p50/p90/p99 ms | sweep tok/s (concurrency) | spec accept | baseline tok/s (n) "
+               "| start s cold / warm | quality |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for host in sorted(report.get("hosts") or {}):
         h = report["hosts"][host]
         res = h.get("result") or {}
@@ -166,9 +183,10 @@ def render_summary_md(report):
                               _fmt(_spread(s.get("decode_tps_runs"), max)))
         cold, warm = last_starts(res)
         qs = (res.get("quality") or {}).get("summary") or {}
-        out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s / %s | %s |" % (
+        out.append("| %s | %s | %s | `%s` | %s | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s / %s | %s |" % (
             host, "PASS" if h.get("passed") else "**FAIL**", (res.get("server") or {}).get("version"),
-            h.get("flag_hash"), _probe_line(res), tps, _fmt(s.get("ttft_ms")),
+            h.get("flag_hash"), _probe_line(res), tps, bus_cell((h.get("context") or {}).get("bus")),
+            _fmt(s.get("ttft_ms")),
             _fmt(s.get("itl_ms_p50"), 2), _fmt(s.get("itl_ms_p90"), 2), _fmt(s.get("itl_ms_p99"), 2),
             sw, _fmt((res.get("server") or {}).get("spec_accept_length"), 2), base,
             _fmt((cold or {}).get("seconds")), _fmt((warm or {}).get("seconds")),

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: model_files_progress
+module: model_files_follow
 short_description: Follow a model_files_fetch that runs in the background (async)
 description:
   - Waits up to I(wait) seconds for the async job whose status is I(results_file) to end, then says how far its transfer
