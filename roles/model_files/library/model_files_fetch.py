@@ -49,6 +49,7 @@ repaired: {description: Files found missing or changed and fetched again., type:
 manifest_digest: {description: sha256 of the manifest (model_files_manifest.py)., type: str}
 preflight: {description: "C(need_bytes), C(free_bytes): bytes to fetch and free space (null when nothing was needed).", type: dict}
 files_count: {description: Files in the manifest., type: int}
+pending: {description: "In check mode: files would be fetched or repaired (the play's quick check before a background job).", type: bool}
 bytes: {description: Bytes in the manifest., type: int}
 """
 
@@ -236,10 +237,10 @@ class Fetch(object):
                                                                               self.p["allow_patterns"]), **self.result(False, stamp))
         bad = mf.quick_check(self.dest, stamp)
         if not bad and self.p["verify"] == "quick":
-            return self.result(False, stamp)
+            return dict(self.result(False, stamp), pending=False)
         bad = mf.full_verify(self.dest, stamp)
         if not bad or check_mode:
-            return self.result(bool(bad), stamp, bad)
+            return dict(self.result(bool(bad), stamp, bad), pending=bool(bad))
         self.check_preflight(sum(stamp["files"][n]["size"] for n in bad))
         self.remove(self.dest, bad)
         try:
@@ -267,7 +268,7 @@ class Fetch(object):
         todo = [n for n in expected if present.get(n) != expected[n]["size"]]
         self.check_preflight(sum(expected[n]["size"] for n in todo))
         if check_mode:
-            return self.result(True)
+            return dict(self.result(True), pending=True)
         os.makedirs(self.partial, exist_ok=True)
         self.remove(self.partial, set(present) - set(expected))
         sizes = dict((n, expected[n]["size"]) for n in expected)
