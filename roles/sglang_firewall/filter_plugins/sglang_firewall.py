@@ -35,6 +35,14 @@ UNIT_INPUTS = {
     "sglang_firewall_service_name": "unit-name",
     "sglang_firewall_table": "nft-name",
 }
+# What the templates are made of besides UNIT_INPUTS, and the checked inputs each comes from
+# (tests/unit/test_unit_inputs_complete.py fails on a template variable in neither).
+UNIT_DERIVED = {
+    "ansible_managed": "ansible.cfg (a comment line)",
+    "_sglang_firewall_ports": "sglang_firewall_port and sglang_firewall_extra_ports (1-65535, below)",
+    "_sglang_firewall_sets": "addresses and networks parsed by ipaddress (sglang_firewall_sets)",
+    "sglang_firewall_action": "compared only ('reject' or else drop), never written",
+}
 _NFT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 # characters of an IPv4 address as inet_aton reads it (decimal, octal, hex parts)
 _INET_ATON = re.compile(r"^[0-9A-Fa-fXx.]+$")
