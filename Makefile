@@ -65,10 +65,14 @@ ci-demo:
 	  echo "=== make demo took $$(( $$(date +%s) - start )) s (rc=$$rc)"; \
 	  $(MAKE) demo-down >/dev/null || true; exit $$rc
 
+# Production's API key lives in a vault file the operator creates (README.md, "Production use");
+# this lint, CI's included, has neither the file nor its password, so it names the risk it accepts
+# (lint refuses a bind beyond loopback without a key otherwise; docs/security.md).
+LINT_NO_KEY := {"sglang_server_allow_no_api_key": "make lint: the API key is in a vault file of the operator, not in the repository"}
 lint: tools
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
-	$(BIN)/ansible-playbook playbooks/lint.yml
+	$(BIN)/ansible-playbook playbooks/lint.yml -e '$(LINT_NO_KEY)'
 	$(BIN)/ansible-playbook playbooks/lint.yml -i inventories/local
 
 unit: tools

@@ -1,0 +1,76 @@
+"""A server reachable from other hosts needs an API key (docs/security.md, "A key wherever the
+port is reachable"), judged offline.
+
+SGLang answers every request without a key unless ``--api-key`` is set (sglang/srt/utils/auth.py,
+0.5.23). roles/sglang_server gives the key from ``sglang_server_api_key`` (vault-encrypted). A
+bind other than loopback (``--host``; SGLang's default is 127.0.0.1) with no key is an error,
+unless ``sglang_server_allow_no_api_key`` names, as text, why no key is needed there (a private
+network only this machine reaches): then it is a warning that repeats the reason.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+
+SOURCE = "roles/sglang_flags/filter_plugins/sglang_flags_exposure.py"
+# characters of an IPv4 address as inet_aton reads it (127.1, 0x7f.1)
+_INET_ATON = re.compile(r"^[0-9A-Fa-fXx.]+$")
+
+
+def loopback(host) -> bool:
+    """Whether SGLang's ``--host`` value binds loopback only: unset (SGLang's default
+    127.0.0.1), ``localhost``, 127.0.0.0/8 in any inet_aton spelling, ::1 (bracketed too)."""
+    if host is None:
+        return True
+    text = str(host).strip()
+    if text.lower() == "localhost":
+        return True
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        address = None
+    if address is not None:
+        mapped = getattr(address, "ipv4_mapped", None)
+        return address.is_loopback or bool(mapped is not None and mapped.is_loopback)
+    if not text or not _INET_ATON.match(text):
+        return False  # "", "*" and host names: not known to be loopback
+    try:
+        return socket.inet_aton(text)[0] == 127
+    except OSError:
+        return False
+
+
+def _finding(severity, host, message, fix):
+    return {"rule": "exposed-without-key", "severity": severity,
+            "status": "violation" if severity == "error" else "waived", "flag": "host", "value": host,
+            "message": message, "fix": fix, "source": SOURCE}
+
+
+def sglang_flags_key_findings(flags, key_set=False, allow_no_key="") -> list:
+    """An error when ``flags`` (the flags as argparse reads them) bind beyond loopback and no API
+    key is set (``key_set``: whether sglang_server_api_key is non-empty; the key itself never
+    comes here), a warning instead when ``allow_no_key`` gives the reason."""
+    host = (flags or {}).get("host") if isinstance(flags, dict) else None
+    if key_set or loopback(host):
+        return []
+    what = (f"{host!r} (sglang_server_args) binds beyond loopback and sglang_server_api_key is empty: whoever reaches "
+            "the port uses the model without a key (SGLang checks none)")
+    reason = allow_no_key.strip() if isinstance(allow_no_key, str) else ""
+    if reason:
+        return [_finding("warning", host, f"{what}; accepted in sglang_server_allow_no_api_key: {reason}", "")]
+    if allow_no_key not in (None, "", False):
+        what += f"; sglang_server_allow_no_api_key must say why as text, not {allow_no_key!r}"
+    return [_finding("error", host, what,
+                     "set sglang_server_api_key, vault-encrypted (README.md, 'Production use', API keys: "
+                     "ansible-vault encrypt_string \"$(openssl rand -hex 32)\" --name sglang_server_api_key), "
+                     "or bind 127.0.0.1, or name the risk in sglang_server_allow_no_api_key: "
+                     "'<why no key is needed on this network>'")]
+
+
+class FilterModule:
+    def filters(self):
+        return {"sglang_flags_key_findings": sglang_flags_key_findings}
