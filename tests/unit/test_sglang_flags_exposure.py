@@ -10,8 +10,9 @@ import sglang_flags_report as REPORT
 HOST = "gpu-node-01.example.invalid"
 
 
-def report(flags, key_set=False, allow=""):
-    return REPORT.sglang_flags_report({HOST: X.sglang_flags_key_findings(flags, key_set, allow)})
+def report(flags, key_set=False, allow="", lengths=None):
+    lengths = lengths or {"sglang_server_api_key": 64 if key_set else 0}
+    return REPORT.sglang_flags_report({HOST: X.sglang_flags_key_findings(flags, lengths, allow)})
 
 
 @pytest.mark.parametrize("host", [None, "127.0.0.1", "127.1", "127.0.0.53", "localhost", "LOCALHOST", "::1",
@@ -49,3 +50,18 @@ def test_the_opt_out_must_be_a_reason(allow):
     assert len(out["errors"]) == 1
     if allow is True:
         assert "must say why as text, not True" in out["errors"][0]
+
+
+@pytest.mark.parametrize("name", X.KEY_VARIABLES)
+@pytest.mark.parametrize("length", [1, 3, 15])
+def test_a_short_key_is_refused_naming_the_variable(name, length):
+    out = report({"host": "127.0.0.1"}, lengths={name: length})
+    assert len(out["errors"]) == 1
+    line = out["errors"][0]
+    assert line.startswith(f"{HOST}: {name} [input-key-short] {name} has {length} characters")
+    assert "Fix: at least 16 characters" in line
+
+
+def test_keys_of_16_characters_and_more_pass():
+    assert report({"host": "0.0.0.0"}, lengths={"sglang_server_api_key": 16, "sglang_server_admin_api_key": 64}) == \
+        {"errors": [], "warnings": []}

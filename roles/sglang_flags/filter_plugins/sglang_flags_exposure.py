@@ -6,6 +6,10 @@ SGLang answers every request without a key unless ``--api-key`` is set (sglang/s
 bind other than loopback (``--host``; SGLang's default is 127.0.0.1) with no key is an error,
 unless ``sglang_server_allow_no_api_key`` names, as text, why no key is needed there (a private
 network only this machine reaches): then it is a warning that repeats the reason.
+
+A key that is set must have at least MIN_KEY_LENGTH characters: a short one is guessable, and
+the server's output redaction (roles/sglang_server/files/sitecustomize.py) skips values under 4
+characters, which would mangle ordinary output.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import re
 import socket
 
 SOURCE = "roles/sglang_flags/filter_plugins/sglang_flags_exposure.py"
+MIN_KEY_LENGTH = 16
+KEY_VARIABLES = ("sglang_server_api_key", "sglang_server_admin_api_key")
 # characters of an IPv4 address as inet_aton reads it (127.1, 0x7f.1)
 _INET_ATON = re.compile(r"^[0-9A-Fa-fXx.]+$")
 
@@ -44,27 +50,38 @@ def loopback(host) -> bool:
         return False
 
 
-def _finding(severity, host, message, fix):
-    return {"rule": "exposed-without-key", "severity": severity,
-            "status": "violation" if severity == "error" else "waived", "flag": "host", "value": host,
+def _finding(severity, host, message, fix, rule="exposed-without-key", flag="host"):
+    return {"rule": rule, "severity": severity,
+            "status": "violation" if severity == "error" else "waived", "flag": flag, "value": host,
             "message": message, "fix": fix, "source": SOURCE}
 
 
-def sglang_flags_key_findings(flags, key_set=False, allow_no_key="") -> list:
+def _short_key_findings(lengths):
+    return [_finding("error", None, f"{name} has {lengths[name]} characters: a short key is guessable, and the "
+                     "server's output redaction skips keys under 4 characters",
+                     f"at least {MIN_KEY_LENGTH} characters: ansible-vault encrypt_string \"$(openssl rand -hex 32)\" "
+                     f"--name {name}", "input-key-short", name)
+            for name in KEY_VARIABLES if 0 < int(lengths.get(name) or 0) < MIN_KEY_LENGTH]
+
+
+def sglang_flags_key_findings(flags, key_lengths=None, allow_no_key="") -> list:
     """An error when ``flags`` (the flags as argparse reads them) bind beyond loopback and no API
-    key is set (``key_set``: whether sglang_server_api_key is non-empty; the key itself never
-    comes here), a warning instead when ``allow_no_key`` gives the reason."""
+    key is set, a warning instead when ``allow_no_key`` gives the reason; an error for a key
+    shorter than MIN_KEY_LENGTH. ``key_lengths``: KEY_VARIABLES -> the length of each key (the
+    keys themselves never come here)."""
+    lengths = key_lengths if isinstance(key_lengths, dict) else {}
+    findings = _short_key_findings(lengths)
     host = (flags or {}).get("host") if isinstance(flags, dict) else None
-    if key_set or loopback(host):
-        return []
+    if int(lengths.get("sglang_server_api_key") or 0) > 0 or loopback(host):
+        return findings
     what = (f"{host!r} (sglang_server_args) binds beyond loopback and sglang_server_api_key is empty: whoever reaches "
             "the port uses the model without a key (SGLang checks none)")
     reason = allow_no_key.strip() if isinstance(allow_no_key, str) else ""
     if reason:
-        return [_finding("warning", host, f"{what}; accepted in sglang_server_allow_no_api_key: {reason}", "")]
+        return findings + [_finding("warning", host, f"{what}; accepted in sglang_server_allow_no_api_key: {reason}", "")]
     if allow_no_key not in (None, "", False):
         what += f"; sglang_server_allow_no_api_key must say why as text, not {allow_no_key!r}"
-    return [_finding("error", host, what,
+    return findings + [_finding("error", host, what,
                      "set sglang_server_api_key, vault-encrypted (README.md, 'Production use', API keys: "
                      "ansible-vault encrypt_string \"$(openssl rand -hex 32)\" --name sglang_server_api_key), "
                      "or bind 127.0.0.1, or name the risk in sglang_server_allow_no_api_key: "
