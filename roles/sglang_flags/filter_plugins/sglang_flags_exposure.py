@@ -25,14 +25,11 @@ KEY_VARIABLES = ("sglang_server_api_key", "sglang_server_admin_api_key")
 _INET_ATON = re.compile(r"^[0-9A-Fa-fXx.]+$")
 
 
-def loopback(host) -> bool:
-    """Whether SGLang's ``--host`` value binds loopback only: unset (SGLang's default
-    127.0.0.1), ``localhost``, 127.0.0.0/8 in any inet_aton spelling, ::1 (bracketed too)."""
-    if host is None:
-        return True
+def bind_address(host):
+    """The address SGLang's ``--host`` value names: an IPv4-mapped IPv6 address as its IPv4
+    address, the IPv4 short forms as inet_aton reads them (127.1, 0x7f.1, 0), brackets
+    dropped; None for a host name, "" and "*" (roles/sglang_firewall reads wildcards with it)."""
     text = str(host).strip()
-    if text.lower() == "localhost":
-        return True
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
     try:
@@ -40,14 +37,22 @@ def loopback(host) -> bool:
     except ValueError:
         address = None
     if address is not None:
-        mapped = getattr(address, "ipv4_mapped", None)
-        return address.is_loopback or bool(mapped is not None and mapped.is_loopback)
+        return getattr(address, "ipv4_mapped", None) or address
     if not text or not _INET_ATON.match(text):
-        return False  # "", "*" and host names: not known to be loopback
+        return None
     try:
-        return socket.inet_aton(text)[0] == 127
+        return ipaddress.IPv4Address(socket.inet_aton(text))
     except OSError:
-        return False
+        return None
+
+
+def loopback(host) -> bool:
+    """Whether SGLang's ``--host`` value binds loopback only: unset (SGLang's default
+    127.0.0.1), ``localhost``, 127.0.0.0/8 in any inet_aton spelling, ::1 (bracketed too)."""
+    if host is None or str(host).strip().lower() == "localhost":
+        return True
+    address = bind_address(host)
+    return address is not None and address.is_loopback  # "", "*" and names: not known to be
 
 
 def _finding(severity, host, message, fix, rule="exposed-without-key", flag="host"):
