@@ -40,9 +40,11 @@ def flat(text):
 PINNED = "0123456789abcdef0123456789abcdef01234567"
 
 
-def production_copy(tmp_path, pin=True):
+def production_copy(tmp_path, pin=True, key=True):
     """A copy of the production inventory under tmp_path, and its Blackwell profile (sglang.yml).
-    ``pin``: the copy's model revision is PINNED instead of the shipped placeholder."""
+    ``pin``: the copy's model revision is PINNED instead of the shipped placeholder. ``key``: with
+    group_vars/blackwell/keys.yml, the file README.md ("Production use") has the operator create,
+    here with a plain stand-in key instead of a vault-encrypted one."""
     copy = tmp_path / "production"
     shutil.copytree(PRODUCTION, copy)
     if pin:
@@ -51,8 +53,18 @@ def production_copy(tmp_path, pin=True):
         assert "model_files_revision: PIN-ME" in text
         model.write_text(text.replace("model_files_revision: PIN-ME", f"model_files_revision: {PINNED}"),
                          encoding="utf-8")
+    if key:
+        (copy / "group_vars" / "blackwell" / "keys.yml").write_text(
+            'sglang_server_api_key: "stand-in-for-the-vault-encrypted-key"\n', encoding="utf-8")
     with open(copy / "group_vars" / "blackwell" / "sglang.yml", encoding="utf-8") as fh:
         return copy, yaml.safe_load(fh)
+
+
+def makefile_lint_extra_vars():
+    """The extra variables `make lint` (CI) gives the production lint (Makefile, LINT_NO_KEY)."""
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as fh:
+        line = next(line for line in fh if line.startswith("LINT_NO_KEY :="))
+    return line.split(":=", 1)[1].strip()
 
 
 @pytest.fixture
@@ -69,7 +81,8 @@ def bad_inventory(tmp_path):
 
 
 def test_production_inventory_as_shipped_fails_naming_the_unpinned_revision():
-    rc, out = run_lint("-l", "blackwell")
+    """As shipped, with the key's risk named as `make lint` names it (its own test below)."""
+    rc, out = run_lint("-l", "blackwell", "-e", makefile_lint_extra_vars())
     text = flat(out)
     assert rc != 0
     for host in ("gpu-node-01.example.invalid", "gpu-node-02.example.invalid"):
@@ -82,20 +95,82 @@ def test_production_inventory_as_shipped_fails_naming_the_unpinned_revision():
 @pytest.mark.parametrize("tags", [[], ["--tags", "rollout"], ["--tags", "install"]])
 def test_deploy_refuses_the_unpinned_revision_before_any_host_is_contacted(tags):
     """deploy.yml imports the lint first; the model's check runs under any --tags."""
-    rc, out = run_lint("-l", "blackwell", *tags, playbook=os.path.join(ROOT, "deploy.yml"))
+    rc, out = run_lint("-l", "blackwell", "-e", makefile_lint_extra_vars(), *tags,
+                       playbook=os.path.join(ROOT, "deploy.yml"))
     assert rc != 0
     assert "model_files_revision [model-files-revision] 'PIN-ME'" in flat(out)
     assert "unreachable=1" not in out and "Gather the minimal facts" not in out
 
 
-def test_production_inventory_passes_with_a_pinned_revision():
-    rc, out = run_lint("-l", "blackwell", "-e", f"model_files_revision={PINNED}")
+def test_production_inventory_passes_with_a_pinned_revision(tmp_path):
+    rc, out = run_lint("-i", str(production_copy(tmp_path, pin=False)[0]), "-l", "blackwell",
+                       "-e", f"model_files_revision={PINNED}")
     assert rc == 0
     # the one warning of the shipped profile: NEXTN with the model's default context of 262144
     # (docs/sglang-versions.md#qwen35-397b-nextn-context), once per host
     assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in out
     assert flat(out).count("[qwen35-397b-nextn-context-default]") == 2
     assert "unreachable=0" in out and "unreachable=1" not in out
+    assert "0123456789abcdef" not in out
+
+
+def test_production_inventory_passes_with_its_vault_key(tmp_path):
+    """The production profile with the keys file README.md has the operator write, vault-encrypted
+    with a password file, passes with no warning but the context one."""
+    copy, _ = production_copy(tmp_path, key=False)
+    password = tmp_path / "vault-pass"
+    password.write_text("lint-test-password\n", encoding="utf-8")
+    vault = os.path.join(os.path.dirname(ANSIBLE_PLAYBOOK), "ansible-vault")
+    encrypted = subprocess.run([vault, "encrypt_string", "--vault-password-file", str(password),
+                                "0123456789abcdef0123456789abcdef", "--name", "sglang_server_api_key"],
+                               capture_output=True, text=True, timeout=120, check=True).stdout
+    (copy / "group_vars" / "blackwell" / "keys.yml").write_text(encrypted, encoding="utf-8")
+    rc, out = run_lint("-i", str(copy), "-l", "blackwell", "--vault-password-file", str(password))
+    assert rc == 0
+    # the one warning of the shipped profile: NEXTN with the model's default context of 262144
+    # (docs/sglang-versions.md#qwen35-397b-nextn-context), once per host
+    assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in out
+    assert flat(out).count("[qwen35-397b-nextn-context-default]") == 2
+    assert "unreachable=0" in out and "unreachable=1" not in out
+    assert "0123456789abcdef" not in out
+
+
+def test_production_without_a_key_fails_naming_the_variable_and_the_fix():
+    """The shipped profile binds 0.0.0.0 and has no key in the repository: the lint refuses it
+    until the operator's vault file sets sglang_server_api_key."""
+    rc, out = run_lint("-l", "blackwell", "-e", f"model_files_revision={PINNED}")
+    text = flat(out)
+    assert rc != 0
+    for host in ("gpu-node-01.example.invalid", "gpu-node-02.example.invalid"):
+        assert (f"{host}: --host [exposed-without-key] '0.0.0.0' (sglang_server_args) binds beyond "
+                "loopback and sglang_server_api_key is empty") in text
+    assert "Fix: set sglang_server_api_key, vault-encrypted (README.md, 'Production use'" in text
+    assert "name the risk in sglang_server_allow_no_api_key" in text
+    assert "unreachable=1" not in out
+
+
+def test_production_lint_as_make_lint_runs_it_passes_with_a_warning_naming_the_risk():
+    """CI has no vault file: `make lint` names the risk it accepts, and the lint repeats it."""
+    rc, out = run_lint("-l", "blackwell", "-e", makefile_lint_extra_vars(), "-e", f"model_files_revision={PINNED}")
+    text = flat(out)
+    assert rc == 0, text
+    # per host: the accepted risk, and the profile's NEXTN context warning
+    assert "sglang_flags lint: 2 host(s) pass (4 warning(s))" in text
+    assert ("accepted in sglang_server_allow_no_api_key: make lint: the API key is in a vault file of "
+            "the operator") in text
+
+
+def test_a_loopback_bind_needs_no_key(tmp_path):
+    copy, profile = production_copy(tmp_path, key=False)
+    (copy / "host_vars").mkdir()
+    for host, bind in (("gpu-node-01.example.invalid", "127.0.0.1"), ("gpu-node-02.example.invalid", "::1")):
+        args = dict(profile["sglang_server_args"], host=bind)
+        (copy / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump({"sglang_server_args": args}))
+    rc, out = run_lint("-i", str(copy), "-l", "blackwell")
+    assert rc == 0, flat(out)
+    # the profile's NEXTN context warning alone, per host
+    assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in out
+    assert "exposed-without-key" not in out
 
 
 def test_bad_host_fails_naming_host_flag_rule_and_fix(bad_inventory):

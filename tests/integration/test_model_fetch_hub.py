@@ -268,3 +268,23 @@ def test_documentation_lists_the_argument_spec():
         assert {k: option.get(k) for k in ("type", "default", "choices", "required")} == \
             {k: spec[name].get(k) for k in ("type", "default", "choices", "required")}, name
     assert spec["token"]["no_log"]
+
+
+def test_endpoint_credentials_stay_out_of_the_stamp_and_the_result(hub, tmp_path, run_module):
+    """A mirror's URL may carry user:password@: the client gets it as given, the stamp's source
+    and the module's result name the mirror without them."""
+    scheme, rest = hub.url.split("://", 1)
+    endpoint = f"{scheme}://mirror-user:mirror-pass-123@{rest}"
+    args = dict(repo_id=REPO, revision=hub.sha, root=str(tmp_path / "models"), endpoint=endpoint, require_sha=True)
+    out = run_module(model_files_fetch, args)
+    dest = tmp_path / "models" / "tiny-qwen2" / hub.sha
+    stamp = json.loads((dest / STAMP).read_text())
+    assert stamp["source"] == "hub:" + hub.url
+    # the result's invocation echoes the module's arguments: what no_log hides on the tasks of
+    # roles/model_files/tasks/fetch.yml when the endpoint carries credentials
+    shown = {k: v for k, v in out.items() if k != "invocation"}
+    assert "mirror-pass-123" not in json.dumps(shown) and "mirror-user" not in (dest / STAMP).read_text()
+    # a failure names the mirror without them too
+    with pytest.raises(model_files_fetch.FetchError) as failed:
+        fetch(hub, tmp_path / "other", endpoint=endpoint, repo_id="nobody/none")
+    assert hub.url in str(failed.value) and "mirror-pass-123" not in str(failed.value)

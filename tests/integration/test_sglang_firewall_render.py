@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_lint_playbook import production_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
@@ -184,8 +185,7 @@ def lint(tmp_path, inventory, *extra):
 
 
 def test_lint_refuses_production_binding_every_address_without_the_firewall(tmp_path):
-    copy = tmp_path / "production"
-    shutil.copytree(ROOT / "inventories" / "production", copy)
+    copy, _ = production_copy(tmp_path)  # with a stand-in for the operator's API key file
     (copy / "group_vars" / "blackwell" / "firewall.yml").write_text("sglang_firewall_enabled: false\n")
     rc, out = lint(tmp_path, copy, "-l", "blackwell")
     assert rc != 0

@@ -5,7 +5,8 @@ test_unit_render.py renders them the way the role does):
   under 4.0 ("OK"); the score is printed;
 * with keys, the unit names the keys file (--config) and the environment file the redaction,
   and neither holds a key; the keys file holds them JSON-quoted, one per line;
-* sglang_server_hardening: false renders the unit without a sandbox.
+* sglang_server_hardening: false (named in sglang_server_allow_weaker_sandbox) renders the unit
+  without a sandbox.
 """
 
 import os
@@ -67,7 +68,10 @@ def test_keys_go_to_the_keys_file_only(tmp_path):
 
 
 def test_hardening_off_renders_no_sandbox(tmp_path):
-    unit, env_file = render(tmp_path, "production", {"sglang_server_hardening": False})
+    # a weakening the inventory must name (roles/sglang_flags/filter_plugins/sglang_flags_sandbox.py)
+    unit, env_file = render(tmp_path, "production", {
+        "sglang_server_hardening": False,
+        "sglang_server_allow_weaker_sandbox": {"sglang_server_hardening": "the test of the unsandboxed unit"}})
     for directive in ("ProtectSystem=", "CapabilityBoundingSet=", "DeviceAllow=", "CacheDirectory="):
         assert directive not in unit
     assert "XDG_CACHE_HOME" not in env_file

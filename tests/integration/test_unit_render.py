@@ -33,7 +33,10 @@ CASES = {"production": ("production", {**CUDA, **PINNED}), "local": ("local", {}
 
 
 def render(tmp_path, inventory, extra):
-    """(unit text, environment file text) of the inventory's first host."""
+    """(unit text, environment file text) of the inventory's first host. The role's offline
+    check runs first (its meta dependency): production binds 0.0.0.0 without the vault's API
+    key here, so the render names that risk (sglang_server_allow_no_api_key) unless ``extra``
+    sets a key or its own reason."""
     play = [{"name": "Render", "hosts": HOSTS[inventory], "gather_facts": False, "tasks": [
         {"name": "Render the flags", "ansible.builtin.include_role": {"name": "sglang_server", "tasks_from": "render", "public": True}},
         {"name": "Write the files", "ansible.builtin.copy": {
@@ -45,7 +48,8 @@ def render(tmp_path, inventory, extra):
     # a fixed generation: the one ml_env would name (the file must not depend on this machine)
     (tmp_path / "extra.json").write_text(json.dumps({
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-        "ml_env_generation": "gen-fixture", **extra}))
+        "ml_env_generation": "gen-fixture",
+        "sglang_server_allow_no_api_key": "a test render: no server is started", **extra}))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_LOCAL_TEMP=str(tmp_path / ".ansible-tmp"))
     proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", f"inventories/{inventory}", str(tmp_path / "play.yml"),

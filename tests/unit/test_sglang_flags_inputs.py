@@ -8,7 +8,6 @@ host, the variable or flag, the rule and the fix."""
 import importlib.util
 import json
 import os
-import re
 import subprocess
 import sys
 import zipfile
@@ -188,19 +187,7 @@ def test_limit_nofile_zero_is_refused_and_numeric_strings_pass():
     assert judge(unit={"sglang_server_restart_sec": "5"})[0] == []
 
 
-def test_every_variable_of_the_unit_templates_is_checked():
-    used = set()
-    templates = os.path.join(ROOT, "roles", "sglang_server", "templates")
-    for name in os.listdir(templates):
-        with open(os.path.join(templates, name), encoding="utf-8") as fh:
-            used |= set(re.findall(r"(?<![_\w])sglang_server_\w+", fh.read()))
-    # the flags and the environment are checked as such, everything else by UNIT_INPUTS
-    assert used - {"sglang_server_args", "sglang_server_env"} - set(I.UNIT_INPUTS) == set()
-    with open(os.path.join(ROLE, "tasks", "evaluate.yml"), encoding="utf-8") as fh:
-        tasks = yaml.safe_load(fh)
-    passed = tasks[0]["vars"]["_sglang_flags_unit_inputs"]
-    assert set(passed) == set(I.UNIT_INPUTS)
-    assert all(v == "{{ " + k + " | default(none) }}" for k, v in passed.items())
+# every variable of the unit templates: tests/unit/test_unit_inputs_complete.py
 
 
 # --- environment names --------------------------------------------------------------------------

@@ -38,3 +38,51 @@ def test_content_mode_missing_and_absent_are_told_apart(tmp_path, run_module):
 def test_a_present_file_without_a_digest_is_refused(tmp_path, run_module):
     out = run_module(sglang_server_files, {"files": [{"path": str(tmp_path / "x")}]})
     assert out["failed"] is True and "sha256 is required" in out["msg"]
+
+
+# --- whose file is it (markers): roles/sglang_server/tasks/validate.yml refuses a foreign unit ---
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _markers():
+    import yaml
+    with open(os.path.join(ROOT, "roles", "sglang_server", "vars", "main.yml"), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)["_sglang_server_unit_markers"]
+
+
+SSHD = "[Unit]\nDescription=OpenBSD Secure Shell server\n[Service]\nExecStart=/usr/sbin/sshd -D\n"
+
+
+def test_a_unit_the_role_did_not_write_is_foreign(tmp_path, run_module):
+    (tmp_path / "sshd.service").write_text(SSHD)
+    spec = dict(_spec(tmp_path / "sshd.service", "ours\n"), markers=_markers())
+    out = run_module(sglang_server_files, {"files": [spec]}, check_mode=True)
+    assert out["foreign"] == [str(tmp_path / "sshd.service")] and out["changed"] is False
+    assert (tmp_path / "sshd.service").read_text() == SSHD
+
+
+def test_the_roles_own_units_are_not_foreign_the_marker_and_the_line_from_before_it(tmp_path, run_module):
+    with open(os.path.join(ROOT, "tests", "fixtures", "units", "production.service"), encoding="utf-8") as fh:
+        current = fh.read()
+    before = "".join(line for line in current.splitlines(keepends=True) if not line.startswith(_markers()[0]))
+    assert before != current
+    (tmp_path / "now.service").write_text(current)
+    (tmp_path / "before.service").write_text(before)
+    files = [dict(_spec(tmp_path / name, "x\n"), markers=_markers()) for name in ("now.service", "before.service")]
+    files.append(dict(_spec(tmp_path / "missing.service", "x\n"), markers=_markers()))
+    out = run_module(sglang_server_files, {"files": files})
+    assert out["foreign"] == [] and out["why"][str(tmp_path / "missing.service")] == "missing"
+
+
+def test_without_markers_nothing_is_judged(tmp_path, run_module):
+    (tmp_path / "env").write_text(SSHD)
+    out = run_module(sglang_server_files, {"files": [_spec(tmp_path / "env", "x\n")]})
+    assert out["foreign"] == []
+
+
+def test_the_unit_template_writes_the_first_marker():
+    with open(os.path.join(ROOT, "templates", "sglang.service.j2"), encoding="utf-8") as fh:
+        assert any(line.startswith(_markers()[0]) for line in fh)
+    assert sglang_server_files.marked(b"# x\n" + _markers()[0].encode() + b": more\n", _markers())
+    assert not sglang_server_files.marked(b"  " + _markers()[0].encode(), _markers())

@@ -10,10 +10,13 @@ lint of the hardened unit's variables, offline.
   wait sends it and redacts the journal it quotes.
 """
 
+import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
+import urllib.parse
 
 import pytest
 
@@ -132,6 +135,47 @@ def test_sitecustomize_without_a_readable_file_changes_nothing(tmp_path):
     proc = subprocess.run([sys.executable, "-c", f"print({KEY!r})"], env=env, capture_output=True, text=True,
                           timeout=60, check=True)
     assert proc.stdout.strip() == KEY and proc.stderr == ""
+
+
+def _site():
+    spec = importlib.util.spec_from_file_location("_test_sitecustomize", os.path.join(SITE, "sitecustomize.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stream(tmp_path, key):
+    site = _site()
+    keys = tmp_path / "keys.yaml"
+    keys.write_text(f"api-key: {json.dumps(key)}\n")
+    out = io.StringIO()
+    return site.RedactingStream(out, site.read_secrets(str(keys))), out
+
+
+def test_sitecustomize_redacts_a_key_written_in_pieces(tmp_path):
+    stream, out = _stream(tmp_path, KEY)
+    for piece in ("api key: sk-u", "nit-0123", "456789abcdef and more s", "k-", "\n"):
+        stream.write(piece)
+    stream.flush()
+    assert out.getvalue() == "api key: <redacted> and more sk-\n"
+
+
+@pytest.mark.parametrize("shown", [json.dumps, repr, urllib.parse.quote, urllib.parse.quote_plus])
+def test_sitecustomize_redacts_the_escaped_forms_of_a_key(tmp_path, shown):
+    key = 'k3y"with\\quote\'s & /slash é'
+    stream, out = _stream(tmp_path, key)
+    stream.write(f"header {shown(key)} end\n")
+    stream.flush()
+    assert out.getvalue() in ("header <redacted> end\n", 'header "<redacted>" end\n', "header '<redacted>' end\n")
+
+
+def test_sitecustomize_leaves_other_output_as_written(tmp_path):
+    stream, out = _stream(tmp_path, KEY)
+    text = "".join(f"line {i} ends with s\n" for i in range(50)) + "no newline s"
+    for char in text:
+        stream.write(char)
+    stream.flush()
+    assert out.getvalue() == text
 
 
 # --- the release record, the router, the readiness wait --------------------------------------------

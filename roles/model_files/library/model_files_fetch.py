@@ -30,7 +30,7 @@ options:
   root: {type: path, required: true, description: "Directory holding the models (e.g. C(/data/models))."}
   name: {type: str, description: "Directory of the model under I(root); defaults to the last part of I(repo_id)."}
   allow_patterns: {type: list, elements: str, default: [], description: "Only the files matching one of these fnmatch patterns (all when empty)."}
-  endpoint: {type: str, description: "Hub endpoint (as C(HF_ENDPOINT)), for a mirror; default: the client's."}
+  endpoint: {type: str, description: "Hub endpoint (as C(HF_ENDPOINT)), for a mirror; default: the client's. Credentials in it (C(https://user:token@mirror)) are left out of the stamp's C(source) and of messages."}
   token: {type: str, description: "Hub token, given to the client as a parameter; never written or logged."}
   require_sha: {type: bool, default: false, description: "Refuse a revision that is not a 40-hex commit sha."}
   verify: {type: str, choices: [quick, full], default: quick, description: "C(quick) (stamp and sizes) or C(full) (hash every file, repair)."}
@@ -149,8 +149,9 @@ class Fetch(object):
 
     def source_label(self):
         p = self.p
+        # an endpoint's credentials (https://user:token@mirror) never reach the stamp
         return "path:" + p["src_path"] if p["source"] == "path" else \
-            "hub:" + (p["endpoint"] or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+            "hub:" + hub.public_endpoint(p["endpoint"] or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
 
     def listing(self):
         """{name: {"size", "sha256" or None, ...}} of the source's files at this revision."""

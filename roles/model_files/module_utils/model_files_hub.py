@@ -18,7 +18,8 @@ runs with any python3).
   files) or its git blob id equals the Hub's (other files).
 
 The token is given to the client as a parameter only; it is never put in the environment, in a
-file, or in a message.
+file, or in a message. An endpoint may carry credentials (``https://user:token@mirror``): stamps
+and messages name it without them (``public_endpoint``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,6 +30,7 @@ import os
 import re
 import shutil
 import sys
+from urllib.parse import urlsplit, urlunsplit
 
 from ansible.module_utils.model_files_manifest import CHUNK, CLIENT_DIR, filter_names
 
@@ -58,8 +60,32 @@ def client():
     return huggingface_hub
 
 
-def _scrub(text, token):
-    return text.replace(token, "<token>") if token else text
+def public_endpoint(url):
+    """``url`` without its user information (``https://user:pw@mirror/hf`` ->
+    ``https://mirror/hf``): what stamps (``source``) and messages show. A URL that cannot be
+    parsed is shown as ``<endpoint>``."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<endpoint>"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _scrub(text, token, endpoint=None):
+    """``text`` (a client's error) without the token and the endpoint's credentials."""
+    text = text.replace(token, "<token>") if token else text
+    public = public_endpoint(endpoint)
+    if endpoint and public != endpoint:
+        text = text.replace(endpoint, public)
+        parts = urlsplit(endpoint)
+        for secret in (parts.netloc.rsplit("@", 1)[0], parts.password):
+            if secret:
+                text = text.replace(secret, "<credentials>")
+    return text
 
 
 def listing(repo_id, revision, allow_patterns, endpoint=None, token=None):
@@ -71,8 +97,8 @@ def listing(repo_id, revision, allow_patterns, endpoint=None, token=None):
             repo_id, revision=revision, files_metadata=True, token=token)
     except Exception as exc:  # the client's errors: unknown repo or revision, HTTP, connection
         raise HubError("cannot read %s at revision %s from %s: %s: %s" % (
-            repo_id, revision, endpoint or "the Hub (HF_ENDPOINT or huggingface.co)", type(exc).__name__,
-            _scrub(str(exc), token)))
+            repo_id, revision, public_endpoint(endpoint) or "the Hub (HF_ENDPOINT or huggingface.co)",
+            type(exc).__name__, _scrub(str(exc), token, endpoint)))
     if not info.sha or not is_commit_sha(info.sha):
         raise HubError("%s: the Hub gave no commit sha for revision %s" % (repo_id, revision))
     siblings = {s.rfilename: s for s in info.siblings or []}
@@ -97,7 +123,7 @@ def download(repo_id, sha, local_dir, names, endpoint=None, token=None):
             allow_patterns=[glob.escape(n) for n in names], endpoint=endpoint, token=token)
     except Exception as exc:  # the client's errors, and OSError (disk)
         raise HubError("download of %s@%s into %s failed: %s: %s" % (
-            repo_id, sha, local_dir, type(exc).__name__, _scrub(str(exc), token)))
+            repo_id, sha, local_dir, type(exc).__name__, _scrub(str(exc), token, endpoint)))
 
 
 def drop_orphans(local_dir):

@@ -20,13 +20,14 @@ import ipaddress
 import os
 import re
 import runpy
-import socket
 from urllib.parse import urlsplit
 
 # Filter plugins are loaded by path (module_utils/sglang_by_path.py): the server's unit checks
 # judge this role's unit variables too, so there is one control-character check.
 _load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
 _inputs = _load(__file__, "../../sglang_flags/filter_plugins/sglang_flags_inputs.py")
+# SGLang's --host value read as an address, as the API key check reads it
+_exposure = _load(__file__, "../../sglang_flags/filter_plugins/sglang_flags_exposure.py")
 # The variables templates/sglang-firewall.service.j2 and templates/sglang-firewall.nft.j2 are
 # made of (the unit's file name included: tasks/apply.yml), and their kind in _inputs
 # (unit_input_findings); "nft-name" is checked for control characters there, then here.
@@ -36,9 +37,15 @@ UNIT_INPUTS = {
     "sglang_firewall_server_service": "unit-name",
     "sglang_firewall_table": "nft-name",
 }
+# What the templates are made of besides UNIT_INPUTS, and the checked inputs each comes from
+# (tests/unit/test_unit_inputs_complete.py fails on a template variable in neither).
+UNIT_DERIVED = {
+    "ansible_managed": "ansible.cfg (a comment line)",
+    "_sglang_firewall_ports": "sglang_firewall_port and sglang_firewall_extra_ports (1-65535, below)",
+    "_sglang_firewall_sets": "addresses and networks parsed by ipaddress (sglang_firewall_sets)",
+    "sglang_firewall_action": "compared only ('reject' or else drop), never written",
+}
 _NFT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
-# characters of an IPv4 address as inet_aton reads it (decimal, octal, hex parts)
-_INET_ATON = re.compile(r"^[0-9A-Fa-fXx.]+$")
 
 # host names: labels of letters, digits and hyphens, dot separated
 _NAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?$")
@@ -160,24 +167,10 @@ def sglang_firewall_wildcard(host):
     (::ffff:0.0.0.0), and IPv4 short forms as inet_aton reads them (0, 0.0, 0x0, 00.0.0)."""
     if host is None:
         return False  # SGLang's default is 127.0.0.1
-    text = str(host).strip()
-    if text in _WILDCARDS:
+    if str(host).strip() in _WILDCARDS:
         return True
-    if text.startswith("[") and text.endswith("]"):
-        text = text[1:-1]
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        address = None
-    if address is not None:
-        mapped = getattr(address, "ipv4_mapped", None)
-        return address.is_unspecified or bool(mapped is not None and mapped.is_unspecified)
-    if not _INET_ATON.match(text):
-        return False  # a host name (SGLang resolves it; a name is not judged here)
-    try:
-        return socket.inet_aton(text) == bytes(4)
-    except OSError:
-        return False
+    address = _exposure.bind_address(host)  # None: a host name (SGLang resolves it; not judged here)
+    return address is not None and address.is_unspecified
 
 
 def _unit_input_findings(unit):

@@ -19,7 +19,10 @@ lint report, instead of a unit that systemd reads differently than the inventory
   gives every item its own token, and SGLang's argparse reads ``--api-key`` among a list's
   items as the flag (DASH_VALUE);
 * the sglang_server variables templated into the unit or its file names (UNIT_INPUTS):
-  user name, absolute paths without ``..``, a unit name without ``/``, integers.
+  user name, absolute paths without ``..``, a unit name without ``/``, integers; and what the
+  deploy owns (sglang_flags_owned.py): no system directory as a working, configuration or model
+  directory, no unit name of the system's, a model revision that names one directory
+  (MODEL_INPUTS).
 """
 
 from __future__ import annotations
@@ -35,16 +38,18 @@ import unicodedata
 _load = runpy.run_path(os.path.join(os.path.dirname(__file__), "../../../module_utils/sglang_by_path.py"))["load"]
 _catalog = _load(__file__, "sglang_flags_catalog.py")
 _renderer = _load(__file__, "sglang_flags.py")
+_owned = _load(__file__, "sglang_flags_owned.py")
 
 UNIT_TEMPLATE = "roles/sglang_server/templates/sglang.service.j2"
 CHECKS = "roles/sglang_flags/filter_plugins/sglang_flags_inputs.py"
+OWNED = "roles/sglang_flags/filter_plugins/sglang_flags_owned.py"
 # Every sglang_server variable that the unit, its environment file or their file names are
 # made of (templates/sglang.service.j2, templates/sglang.env.j2, tasks/render.yml), and what it
 # must be. ("int", N): an integer >= N.
 UNIT_INPUTS = {
     "sglang_server_user": "user",
-    "sglang_server_workdir": "path",
-    "sglang_server_config_dir": "path",
+    "sglang_server_workdir": "dir",
+    "sglang_server_config_dir": "dir",
     "sglang_server_python": "path",
     "sglang_server_path": "search-path",
     "sglang_server_service_name": "unit-name",
@@ -63,6 +68,25 @@ UNIT_INPUTS = {
     "sglang_server_device_allow": "device-list",
     "sglang_server_capabilities": "capability-list",
     "sglang_server_umask": "umask",
+    "sglang_server_hardening_env": "env-map",
+}
+# What the templates are made of besides UNIT_INPUTS, and the checked inputs each is derived from
+# (tests/unit/test_unit_inputs_complete.py: a variable of a template in neither fails there).
+UNIT_DERIVED = {
+    "ansible_managed": "ansible.cfg (a comment line)",
+    "sglang_server_description": "sglang_server_args served-model-name or model-path (the flag checks)",
+    "sglang_server_exec_lines": "sglang_server_args (the flag checks), systemd-quoted",
+    "sglang_server_env_path": "sglang_server_config_dir / sglang_server_service_name",
+    "sglang_server_cache_dir": "sglang_server_service_name and the ml_env generation's name",
+    "sglang_server_environment": "sglang_flags_server_env (sglang_server_env, cuda_toolkit_env, "
+                                 "gpu_host_comm_env), sglang_server_hardening_env, sglang_server_path, "
+                                 "the ml_env generation's name",
+}
+# roles/model_files: the directories it fills and prunes, the revision it names as one
+MODEL_INPUTS = {
+    "model_files_revision": "revision",
+    "model_files_root": "dir",
+    "model_files_shared_root": "dir",
 }
 # DeviceAllow=: a /dev path or a char-/block- group, then r, w, m (systemd.resource-control(5))
 _DEVICE_RE = re.compile(r"^(?:/dev/[^\s%]+|(?:char|block)-[A-Za-z0-9_*-]+)(?: [rwm]{1,3})?$")
@@ -203,6 +227,10 @@ def unit_input_findings(name, value, kind=None):
                          "a quoted octal string, e.g. '0077'")]
     if kind in ("path", "url-path"):
         return _path_findings(name, value, kind)
+    if kind == "dir":
+        return _path_findings(name, value) or _owned_dir_findings(name, value)
+    if kind == "env-map":
+        return _env_findings(value, name)
     if kind == "search-path":
         return [f for entry in str(value).split(":") for f in _path_findings(name, entry)]
     if _control(value):
@@ -217,7 +245,28 @@ def unit_input_findings(name, value, kind=None):
                          f"/etc/systemd/system/{value}.service",
                          "letters, digits and : _ . @ - only, no '/', e.g. sglang",
                          "roles/sglang_server/tasks/render.yml")]
+    if kind == "unit-name" and _owned.reserved_unit(value):
+        return [_finding("input-unit-reserved", name, value,
+                         f"{str(value)!r} is the name of a unit the system has (it matches "
+                         f"{_owned.reserved_unit(value)!r}): /etc/systemd/system/{value}.service would "
+                         "replace it, and enabling it would start SGLang in its place",
+                         "give a name of the deploy's own, e.g. sglang", OWNED)]
+    if kind == "revision" and _owned.revision_problem(value):
+        return [_finding("input-revision", name, value, f"{str(value)!r} {_owned.revision_problem(value)}",
+                         "give the commit sha (40 hex digits), e.g. the Hub's 'sha' of the branch", OWNED)]
     return []
+
+
+def _owned_dir_findings(name, value):
+    """A directory the deploy creates (root, 0755) and writes: never the system's own."""
+    found = _owned.system_dir(value)
+    if not found:
+        return []
+    return [_finding("input-system-dir", name, value,
+                     f"{str(value)!r} is the system directory {found}: the deploy creates and chmods "
+                     "its directories (root, 0755; /tmp would lose its sticky bit) and writes or prunes "
+                     "files in them", "give a directory of the deploy's own below it, e.g. "
+                     f"{found.rstrip('/')}/sglang", OWNED)]
 
 
 def _normalize(args):
@@ -304,10 +353,10 @@ def _flag_findings(flags, catalog, renamed):
     return findings + _catalog.duplicate_findings(full_names, catalog)
 
 
-def _env_findings(env):
+def _env_findings(env, what="sglang_server_env"):
     findings = []
     for name, value in (env or {}).items() if isinstance(env, dict) else ():
-        var = f"sglang_server_env[{str(name)!r}]"
+        var = f"{what}[{str(name)!r}]"
         if not isinstance(name, str) or not _ENV_RE.match(name):
             findings.append(_finding(
                 "input-env-name", var, name,
@@ -321,7 +370,8 @@ def _env_findings(env):
 
 def sglang_flags_inputs(args, env=None, unit=None, catalog=None, rules=None, version=""):
     """Every finding on one host's inputs (see the module docstring). ``unit``: the
-    UNIT_INPUTS variables the host sets (None = not set: the role's default applies).
+    UNIT_INPUTS and MODEL_INPUTS variables the host sets (None = not set: the role's default
+    applies).
     ``rules``: the rules table, whose renamed flags are left to their own rules."""
     if args is not None and not isinstance(args, dict):
         return [_finding("input-flag-name", "sglang_server_args", None,
@@ -337,6 +387,8 @@ def sglang_flags_inputs(args, env=None, unit=None, catalog=None, rules=None, ver
     for name, value in (unit or {}).items():
         if name in UNIT_INPUTS and value is not None:
             findings += unit_input_findings(name, value)
+        elif name in MODEL_INPUTS and value not in (None, ""):  # "": not used (model_files' defaults)
+            findings += unit_input_findings(name, value, MODEL_INPUTS[name])
     return findings
 
 

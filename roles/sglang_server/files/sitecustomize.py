@@ -11,15 +11,32 @@ templates/sglang.keys.yaml.j2 writes them) and wraps sys.stdout and sys.stderr s
 occurrence of a value is written as ``<redacted>``. logging handlers, print(), warnings and
 tracebacks all write through them. Standard library only; never fails the process: without a
 readable file it does nothing.
+
+Each value is also replaced in the forms other code prints it in: JSON-escaped (``json.dumps``),
+repr-escaped (``repr``, ``%r``) and percent-encoded (a URL). A value written in two pieces (one
+write ends with its beginning) is caught too: a write's tail that could begin a value is held
+back until the next write or flush. What this cannot see (docs/security.md, "What the journal
+redaction cannot cover"): output that does not pass through sys.stdout / sys.stderr as text
+(C extensions, NCCL and CUDA writing to the file descriptors, a non-Python child process,
+sys.stdout.buffer), a value split by a flush between its pieces, and other encodings of it
+(base64, hex, a hash).
 """
 
 import json
 import os
 import sys
+from urllib.parse import quote, quote_plus
 
 REDACTED = "<redacted>"
-# shorter values are not replaced: they would mangle ordinary output
+# shorter values are not replaced: they would mangle ordinary output (lint refuses keys under 16
+# characters: roles/sglang_flags/filter_plugins/sglang_flags_exposure.py)
 MIN_LENGTH = 4
+
+
+def forms(value):
+    """``value`` and the escaped spellings Python code prints it in."""
+    return {value, json.dumps(value)[1:-1], repr(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+            quote(value), quote(value, safe=""), quote_plus(value)}
 
 
 def read_secrets(path):
@@ -33,7 +50,7 @@ def read_secrets(path):
                 text = line.split(":", 1)[1].strip()
                 value = json.loads(text) if text.startswith('"') else text
                 if isinstance(value, str) and len(value) >= MIN_LENGTH:
-                    values.append(value)
+                    values.extend(forms(value))
     except (OSError, ValueError):
         return []
     return sorted(set(values), key=len, reverse=True)
@@ -46,17 +63,45 @@ def redact(text, secrets):
     return text
 
 
+def partial_tail(text, secrets):
+    """How many characters at the end of ``text`` could begin a secret (0: none)."""
+    longest = 0
+    for secret in secrets:
+        for size in range(min(len(secret) - 1, len(text)), longest, -1):
+            if text.endswith(secret[:size]):
+                longest = size
+                break
+    return longest
+
+
 class RedactingStream:
-    """A text stream that writes through to ``stream`` with every secret replaced."""
+    """A text stream that writes through to ``stream`` with every secret replaced; the end of a
+    write that could begin a secret waits for the next write (or a flush)."""
 
     def __init__(self, stream, secrets):
         self._stream = stream
         self._secrets = secrets
+        self._held = ""
 
     def write(self, text):
-        if isinstance(text, str):
-            text = redact(text, self._secrets)
-        return self._stream.write(text)
+        if not isinstance(text, str):
+            return self._stream.write(text)
+        whole = redact(self._held + text, self._secrets)
+        keep = partial_tail(whole, self._secrets)
+        self._held = whole[len(whole) - keep:] if keep else ""
+        if len(whole) > keep:
+            self._stream.write(whole[:len(whole) - keep])
+        return len(text)
+
+    def flush(self):
+        if self._held:
+            held, self._held = self._held, ""
+            self._stream.write(held)
+        return self._stream.flush()
+
+    def close(self):
+        self.flush()
+        return self._stream.close()
 
     def writelines(self, lines):
         for line in lines:

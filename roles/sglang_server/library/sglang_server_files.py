@@ -41,6 +41,13 @@ options:
       group:
         description: Planned group (name).
         type: str
+      markers:
+        description:
+          - Lines that mark the file as the role's own (a line of the file starts with one of
+            them). An existing file without any is reported in I(foreign): the role must not
+            replace a file it did not write (a unit of the system's under the same name).
+        type: list
+        elements: str
 author: sglang-deploy
 """
 
@@ -66,6 +73,11 @@ why:
   description: For each path in I(differ), what differs (content, mode, owner, group, missing, present).
   type: dict
   returned: always
+foreign:
+  description: The existing files given I(markers) that carry none of them (the role did not write them).
+  type: list
+  elements: str
+  returned: always
 """
 
 import grp
@@ -81,6 +93,23 @@ def _name(lookup, ident):
         return lookup(ident)[0]
     except KeyError:
         return str(ident)
+
+
+def marked(content, markers):
+    """Whether a line of ``content`` (bytes) starts with one of ``markers``."""
+    lines = content.decode("utf-8", "replace").splitlines()
+    return any(line.startswith(marker) for marker in markers for line in lines)
+
+
+def foreign(spec):
+    """Whether the host's file exists but carries none of spec's markers (no markers: never)."""
+    if not spec.get("markers") or not os.path.lexists(spec["path"]):
+        return False
+    try:
+        with open(spec["path"], "rb") as handle:
+            return not marked(handle.read(), spec["markers"])
+    except OSError:
+        return True  # there, but not readable as the role's file
 
 
 def differs(spec):
@@ -115,11 +144,12 @@ def main():
                 mode=dict(type="str"),
                 owner=dict(type="str"),
                 group=dict(type="str"),
+                markers=dict(type="list", elements="str"),
             )),
         ),
         supports_check_mode=True,
     )
-    differ, why = [], {}
+    differ, why, alien = [], {}, []
     for spec in module.params["files"]:
         if spec["state"] == "present" and not spec["sha256"]:
             module.fail_json(msg=f"{spec['path']}: sha256 is required for a present file")
@@ -127,7 +157,9 @@ def main():
         if reason:
             differ.append(spec["path"])
             why[spec["path"]] = reason
-    module.exit_json(changed=False, differ=differ, why=why)
+        if foreign(spec):
+            alien.append(spec["path"])
+    module.exit_json(changed=False, differ=differ, why=why, foreign=alien)
 
 
 if __name__ == "__main__":

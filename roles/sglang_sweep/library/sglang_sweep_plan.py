@@ -16,9 +16,10 @@ description:
     cartesian product of I(axes) and the explicit I(candidates)) into concrete candidates, the
     current configuration first as C(baseline), identical candidates once
     (roles/sglang_sweep/module_utils/sglang_sweep_plan.py).
-  - Writes C(<report_dir>/<sweep_name>/<host>/sweep.json) (the plan with secret flags redacted,
-    the settings, the start of every run, this run's deadline), keeping the first run's start
-    and an earlier ranking.
+  - Writes C(<report_dir>/<sweep_name>/<host>/sweep.json) (the plan and the settings with secret
+    flags redacted, an abbreviation resolved through I(catalog_options) first, the start of every
+    run, this run's deadline), keeping the first run's start and an earlier ranking. Labels show a
+    secret flag's value as C(<redacted>) (roles/sglang_sweep/module_utils/sglang_sweep_redact.py).
   - A candidate whose record there says it finished (any outcome) is in C(done), not in C(todo):
     a resumed sweep runs only the rest.
   - In check mode the plan is computed and nothing is written.
@@ -35,6 +36,7 @@ options:
   candidate_timeout: {description: Seconds one candidate's start may take., type: int, default: 600}
   time_budget: {description: Seconds the whole run may take; sets this run's deadline., type: int, default: 7200}
   keep_best: {description: Whether the play keeps the winner on the canary (stored in the sweep file)., type: bool, default: false}
+  catalog_options: {description: "The host's flag catalog's option strings (sglang_flags_catalog.options): an abbreviation of a secret flag (api-k) is redacted as the flag it resolves to; empty: any prefix of a secret flag is.", type: list, elements: str, default: []}
 author: [sglang_deploy]
 """
 
@@ -65,8 +67,8 @@ lines: {description: Console lines (one per candidate)., returned: always, type:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.sglang_flags_model import redact_flags
 from ansible.module_utils.sglang_sweep_plan import SweepPlanError, expand
+from ansible.module_utils.sglang_sweep_redact import redact_candidate, redact_settings, secret_of
 from ansible.module_utils.sglang_sweep_store import SWEEP_ARGS, iso, read_sweep, sweep_dir, write_sweep
 from ansible.module_utils.sglang_sweep_store import done as done_keys
 
@@ -84,13 +86,15 @@ def main():
             candidate_timeout=dict(type="int", default=600),
             time_budget=dict(type="int", default=7200),
             keep_best=dict(type="bool", default=False),
+            catalog_options=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
         directory = sweep_dir(p["report_dir"], p["sweep_name"], p["host"])
-        cands = expand(p["current_args"], p["current_env"], p["base"], p["axes"], p["candidates"])
+        cands = expand(p["current_args"], p["current_env"], p["base"], p["axes"], p["candidates"],
+                       secret_of(p["catalog_options"]))
     except SweepPlanError as exc:
         module.fail_json(msg="sweep %s: %s" % (p["sweep_name"], exc))
     done = done_keys(directory, [c["key"] for c in cands])
@@ -104,11 +108,12 @@ def main():
               "deadline": iso(deadline), "deadline_epoch": int(deadline), "worst_case_s": worst}
     data = {
         "sweep_name": p["sweep_name"], "host": p["host"],
-        "settings": {"base": p["base"], "axes": p["axes"], "candidates": p["candidates"],
-                     "concurrency": p["concurrency"], "keep_best": p["keep_best"]},
+        "settings": redact_settings({"base": p["base"], "axes": p["axes"], "candidates": p["candidates"],
+                                     "concurrency": p["concurrency"], "keep_best": p["keep_best"]},
+                                    p["catalog_options"]),
         "started": budget["started"], "runs": list(previous.get("runs") or []) + [budget["run_started"]],
         "budget": budget,
-        "candidates": [dict(c, args=redact_flags(c["args"])) for c in cands],
+        "candidates": [redact_candidate(c, p["catalog_options"]) for c in cands],
     }
     if previous.get("summary") is not None:
         data["summary"] = previous["summary"]

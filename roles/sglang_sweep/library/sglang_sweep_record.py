@@ -34,6 +34,7 @@ options:
   wait: {description: "The registered sglang_server_wait result (failed, msg, journal): exited -> crashed, timeout -> hung.", type: dict, default: {}}
   probe: {description: "The registered sglang_probe result (result, failures); empty when the server never started.", type: dict, default: {}}
   journal: {description: Journal lines read after the measurement (crash under load)., type: list, elements: str, default: []}
+  catalog_options: {description: "The host's flag catalog's option strings, as given to sglang_sweep_plan: the record's flags and changes show secret flags (abbreviations resolved through it) as <redacted>.", type: list, elements: str, default: []}
 author: [sglang_deploy]
 """
 
@@ -64,9 +65,11 @@ next_fits: {description: Whether another candidate's start still fits before the
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.sglang_flags_model import FlagModelError, redact_flags
+from ansible.module_utils.sglang_flags_model import FlagModelError
+from ansible.module_utils.sglang_secrets import redact_lines
 from ansible.module_utils.sglang_sweep_classify import classify
 from ansible.module_utils.sglang_sweep_plan import SweepPlanError, candidate_key
+from ansible.module_utils.sglang_sweep_redact import redact_candidate
 from ansible.module_utils.sglang_sweep_store import (
     FINISHED,
     RUNNING,
@@ -91,6 +94,7 @@ def main():
             wait=dict(type="dict", default={}),
             probe=dict(type="dict", default={}),
             journal=dict(type="list", elements="str", default=[]),
+            catalog_options=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -106,9 +110,10 @@ def main():
                              "candidate as sglang_sweep_plan returned it" % (cand.get("label"), cand.get("key"), key))
     now = time.time()
     previous = read_record(directory, key) or {}
+    shown = redact_candidate(cand, p["catalog_options"])
     record = {
         "key": key, "label": cand.get("label"), "aliases": cand.get("aliases") or [],
-        "changes": cand.get("changes") or {}, "args": redact_flags(cand.get("args") or {}),
+        "changes": shown["changes"], "args": shown["args"],
         "env": cand.get("env") or {}, "status": p["status"],
     }
     if p["status"] == RUNNING:
@@ -116,7 +121,8 @@ def main():
                       outcome=None, reason="running")
     else:
         started = previous.get("started_epoch") if previous.get("status") == RUNNING else None
-        verdict = classify(p["rules"], p["parser"], p["wait"], p["probe"], p["journal"])
+        # the journal read after the measurement: secret flags redacted (the wait's own journal is)
+        verdict = classify(p["rules"], p["parser"], p["wait"], p["probe"], redact_lines(p["journal"]))
         record.update(verdict)
         record.update(attempts=int(previous.get("attempts") or 1), started=iso(started or now),
                       started_epoch=started or now, finished=iso(now),

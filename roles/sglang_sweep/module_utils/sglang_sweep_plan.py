@@ -12,7 +12,9 @@ A candidate is ``{key, label, args, env, changes, aliases}``:
 * ``changes``: ``{args: {flag: value}, env: {NAME: value}}``, what differs from the host's
   current configuration (``None`` = removed), for display and the winner's snippet;
 * ``key``: sha256 of the canonical JSON of (args, env) [:12], secret flags left out: the same
-  flags give the same key in any sweep file, so a resumed sweep recognises finished candidates.
+  flags give the same key in any sweep file, so a resumed sweep recognises finished candidates;
+* ``label``: the name the sweep file gives, else the changes in one line, secret values
+  redacted (what is written and shown: module_utils/sglang_sweep_redact.py).
 
 The host's current configuration is always the first candidate, ``baseline``; the base
 overrides apply to every other candidate. Candidates with identical content are kept once
@@ -109,8 +111,10 @@ def changes(args, env, current_args, current_env):
     return diff
 
 
-def describe(diff):
-    """``max-running-requests=16 OMP_NUM_THREADS=2 -enable-metrics``: a change set in one line."""
+def describe(diff, secret=None):
+    """``max-running-requests=16 OMP_NUM_THREADS=2 -enable-metrics``: a change set in one line;
+    the value of a flag ``secret(name)`` calls secret is ``<redacted>`` (module_utils/
+    sglang_sweep_redact.py)."""
     words = []
     for part in ("args", "env"):
         for name, value in diff[part].items():
@@ -118,6 +122,8 @@ def describe(diff):
                 words.append("-%s" % name)
             elif value is True and part == "args":
                 words.append("+%s" % name)
+            elif part == "args" and secret is not None and secret(name):
+                words.append("%s=<redacted>" % name)
             else:
                 words.append("%s=%s" % (name, norm_value(value) if part == "args" else value))
     return " ".join(words) or NO_CHANGE
@@ -176,15 +182,16 @@ def _explicit(candidates):
     return out
 
 
-def _candidate(label, args, env, current):
+def _candidate(label, args, env, current, secret=None):
     args, env = _final(args, env)
     diff = changes(args, env, current[0], current[1])
-    return {"key": candidate_key(args, env), "label": label or describe(diff), "args": args, "env": env,
+    return {"key": candidate_key(args, env), "label": label or describe(diff, secret), "args": args, "env": env,
             "changes": diff, "aliases": []}
 
 
-def expand(current_args, current_env, base=None, axes=None, candidates=None):
-    """The candidates of a sweep, the baseline first, duplicates merged (see the module doc)."""
+def expand(current_args, current_env, base=None, axes=None, candidates=None, secret=None):
+    """The candidates of a sweep, the baseline first, duplicates merged (see the module doc).
+    ``secret``: which flag names are secret, for the labels (sglang_sweep_redact.secret_of)."""
     current = _final(_args(current_args, "current flags"), _env(current_env, "current environment"))
     base = base or {}
     if not isinstance(base, dict) or set(base) - {"args", "env"}:
@@ -196,9 +203,10 @@ def expand(current_args, current_env, base=None, axes=None, candidates=None):
         args, env = start
         for over_args, over_env in combo:
             args, env = _overlay(args, env, over_args, over_env)
-        found.append(_candidate(None, args, env, current))
+        found.append(_candidate(None, args, env, current, secret))
     for name, over_args, over_env in _explicit(candidates):
-        found.append(_candidate(name, *_overlay(start[0], start[1], over_args, over_env), current=current))
+        found.append(_candidate(name, *_overlay(start[0], start[1], over_args, over_env), current=current,
+                                secret=secret))
     out, by_key = [], {}
     for cand in found:
         first = by_key.get(cand["key"])

@@ -16,6 +16,9 @@ description:
     C(<report_dir>/<run_id>/report.json) and C(summary.md), copies the summary to
     C(<report_dir>/latest.md), and appends each host's figures to C(<report_dir>/history.jsonl)
     unless that run and host are already there (a rolling deploy calls this once per batch).
+  - The summary ends with the sandbox weakenings each host's inventory accepted by name
+    (C(context.sandbox_weakenings) of the host record: roles/sglang_server's
+    C(sglang_server_allow_weaker_sandbox)), when there are any.
   - In check mode nothing is written.
 options:
   run_id: {description: Identifier of the run., type: str, required: true}
@@ -41,6 +44,21 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_verify_render import RUN_ARGS, history_record, prometheus_links, render_summary_md
 from ansible.module_utils.sglang_verify_store import read_json, write_json, write_text
+
+
+def weakenings_md(hosts):
+    """The sandbox weakenings the hosts run with (their records' context), as a Markdown
+    section; "" when there are none."""
+    rows = []
+    for host in sorted(hosts):
+        for weak in ((hosts[host].get("context") or {}).get("sandbox_weakenings") or []):
+            rows.append("| %s | `%s` | `%s` | %s | %s |" % (
+                host, weak.get("setting"), weak.get("value"), weak.get("why"), weak.get("reason")))
+    if not rows:
+        return ""
+    return "\n".join(["", "## Sandbox weakenings (sglang_server_allow_weaker_sandbox)", "",
+                      "| host | setting | value | what it allows | why (the inventory's reason) |",
+                      "| --- | --- | --- | --- | --- |"] + rows) + "\n"
 
 
 def main():
@@ -73,7 +91,7 @@ def main():
     appended = 0
     if not module.check_mode and hosts:
         write_json(paths["report"], report)
-        md = render_summary_md(report)
+        md = render_summary_md(report) + weakenings_md(hosts)
         for target in (paths["summary"], os.path.join(p["report_dir"], "latest.md")):
             write_text(target, md)
         seen = set()

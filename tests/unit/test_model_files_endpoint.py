@@ -1,0 +1,61 @@
+"""A model_files_endpoint with credentials (https://user:token@mirror) stays secret: stamps and
+messages name the mirror without them (roles/model_files/module_utils/model_files_hub.py,
+public_endpoint), and every task of roles/model_files that passes the endpoint hides its output
+when the endpoint carries them (no_log)."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.module_utils import model_files_hub as hub
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("url,public", [
+    ("https://user:pw@mirror.example/hf", "https://mirror.example/hf"),
+    ("https://token@mirror.example:8443", "https://mirror.example:8443"),
+    ("http://u:p@ss@10.0.0.5/api", "http://10.0.0.5/api"),
+    ("https://mirror.example/hf", "https://mirror.example/hf"),
+    ("https://mirror.example/a@b", "https://mirror.example/a@b"),
+    ("", ""), (None, None),
+])
+def test_public_endpoint_strips_the_user_information(url, public):
+    assert hub.public_endpoint(url) == public
+
+
+def test_a_client_error_is_scrubbed_of_token_and_credentials():
+    endpoint = "https://alice:s3cret@mirror.example"
+    text = "HTTPError for https://alice:s3cret@mirror.example/api (auth s3cret, token hf_x)"
+    scrubbed = hub._scrub(text, "hf_x", endpoint)
+    assert "s3cret" not in scrubbed and "alice" not in scrubbed and "hf_x" not in scrubbed
+    assert "https://mirror.example/api" in scrubbed
+
+
+def _tasks(node):
+    if isinstance(node, list):
+        for item in node:
+            yield from _tasks(item)
+    elif isinstance(node, dict):
+        yield node
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(node.get(key))
+
+
+def test_every_task_that_passes_the_endpoint_hides_its_output_when_it_has_credentials():
+    found = 0
+    for path in sorted((ROOT / "roles" / "model_files" / "tasks").glob("*.yml")):
+        for task in _tasks(yaml.safe_load(path.read_text(encoding="utf-8"))):
+            args = next((v for k, v in task.items() if isinstance(v, dict) and "endpoint" in v), None)
+            if args is None:
+                continue
+            found += 1
+            assert "no_log" in task, (path.name, task.get("name"))
+            # no_log: "{{ model_files_endpoint is search('PATTERN') }}"
+            pattern = re.fullmatch(r"\{\{ model_files_endpoint is search\('(.+)'\) \}\}", task["no_log"]).group(1)
+            for endpoint, hidden in (("https://u:p@mirror.example", True), ("https://tok@mirror.example/hf", True),
+                                     ("https://mirror.example/hf", False), ("https://mirror.example/a@b", False),
+                                     ("", False)):
+                assert bool(re.search(pattern, endpoint)) is hidden, (task["name"], endpoint)
+    assert found == 4  # per revision (shared, host): the quick check and the background fetch
