@@ -30,20 +30,18 @@ progress_line: {description: "How far the transfer got, or what the job is doing
 progress: {description: "C(bytes_done), C(bytes_total), C(files_done), C(files_total) (empty before the transfer).", type: dict}
 """
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import model_files_progress as progress
+from ansible.module_utils.sglang_verify_store import read_json
 
 
 def job_finished(path):
     """Whether the async job ended: its status file holds the module's result (async_status's rule:
     a file without ``started`` is a result) or says finished."""
-    try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+    data = read_json(path)
+    if data is None:
         return False  # not written yet, or being written
     return "started" not in data or bool(data.get("finished"))
 

@@ -11,11 +11,12 @@ under its own name; the bytes of the temporary files count as they grow.
 
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import time
 
 from ansible.module_utils.model_files_manifest import CLIENT_DIR
+# the progress record is read and written whole, as every JSON file of the project
+from ansible.module_utils.sglang_verify_store import read_json as read, write_json
 
 COPY_TMP = ".sglang-deploy-copy.tmp"
 
@@ -27,27 +28,12 @@ def start(path, directory, files, label, phase):
     record = {"pid": os.getpid(), "dir": directory, "files": files, "label": label, "phase": phase,
               "started": time.time()}
     record["base_bytes"] = measure(record)[0]
-    parent = os.path.dirname(path)
-    if parent and not os.path.isdir(parent):
-        os.makedirs(parent)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as handle:
-        json.dump(record, handle)
-    os.replace(tmp, path)
+    write_json(path, record)
 
 
 def finish(path):
     if path and os.path.lexists(path):
         os.unlink(path)
-
-
-def read(path):
-    """The progress record, or None (no transfer running, or not started yet)."""
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
 
 
 def _size(path):

@@ -129,7 +129,6 @@ journal:
   returned: failure
 """
 
-import json
 import os
 import time
 
@@ -137,6 +136,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_http import request
 from ansible.module_utils.sglang_secrets import redact_lines
 from ansible.module_utils.sglang_start_log import append as record_start
+from ansible.module_utils.sglang_verify_store import read_json, write_json
 
 
 def unit_state(module, unit):
@@ -181,21 +181,13 @@ class WaitState:
         self.wait_id = wait_id
 
     def load(self):
-        if not self.path:
-            return None
-        try:
-            with open(self.path) as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
-            return None
-        return data if data.get("wait_id") == self.wait_id else None
+        data = read_json(self.path) if self.path else None
+        return data if data and data.get("wait_id") == self.wait_id else None
 
     def save(self, began, restarts0, started):
         if not self.path:
             return
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-        with open(self.path, "w") as handle:
-            json.dump({"wait_id": self.wait_id, "began": began, "restarts0": restarts0, "started": started}, handle)
+        write_json(self.path, {"wait_id": self.wait_id, "began": began, "restarts0": restarts0, "started": started})
 
     def clear(self):
         if self.path and os.path.exists(self.path):
