@@ -113,7 +113,7 @@ verify-quick: tools    ## the rollout's quick gate on the demo hosts
 # (make tools). `make test` uses only the committed catalogs.
 DRIFT_ARGS ?=
 drift:
-	$(BIN)/python scripts/sglang-drift.py $(DRIFT_ARGS)
+	$(BIN)/python scripts/sglang_drift.py $(DRIFT_ARGS)
 
 # The table at the end of README.md: docs/figures.yml (measured by hand) plus the newest figures
 # of reports/test-figures.log (Molecule) and reports/history.jsonl (verification runs), where

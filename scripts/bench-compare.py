@@ -31,15 +31,11 @@ import sys
 import tempfile
 import time
 
-import ansible.module_utils
+# the collection's own client and statistics (importable from the venv: scripts/collections.sh)
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_client import Client, single_stream
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import parse_bench_serving_jsonl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# the role's module_utils (and the shared ones) as ansible.module_utils.<name>, as Ansible ships
-# them to the host: the controller venv has ansible
-ansible.module_utils.__path__ += [os.path.join(ROOT, "module_utils"), os.path.join(ROOT, "roles", "sglang_verify", "module_utils")]
-
-from ansible.module_utils.sglang_verify_client import Client, single_stream  # noqa: E402
-from ansible.module_utils.sglang_verify_stats import parse_bench_serving_jsonl  # noqa: E402
 
 PROMPT = "Tell me a story about a lighthouse keeper."
 

@@ -1,6 +1,6 @@
 """A local HTTP endpoint in the Hugging Face Hub's layout, so that the real huggingface_hub client
 can be exercised offline: a local endpoint in a public protocol's layout, not a mock of the thing
-under test (roles/model_files/library/model_files_fetch.py talks to it through the unmodified
+under test (plugins/modules/model_files_fetch.py talks to it through the unmodified
 client, as it talks to huggingface.co).
 
 Serves the revisions laid out by tests/hub/hub_layout.py (``<root>/<org>/<name>/<sha>/...``):
@@ -33,14 +33,12 @@ import json
 import os
 import re
 import socket
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hub_layout  # noqa: E402  (beside this file, also when run as a script)
+from ansible_collections.sglang.deploy.tests.hub import hub_layout
 
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 

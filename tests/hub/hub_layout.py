@@ -16,11 +16,9 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "roles", "model_files", "module_utils"))
-import model_files_manifest as mf  # noqa: E402  (the role's own listing of a model directory)
+from ansible_collections.sglang.deploy.plugins.module_utils import model_files_manifest as mf  # the role's own listing of a model directory
 
 TINY_QWEN2 = os.path.join(ROOT, "roles", "model_files", "files", "tiny-qwen2")
 TINY_QWEN2_REPO = "sglang-deploy/tiny-qwen2"

@@ -1,4 +1,4 @@
-"""roles/model_files/library/model_files_fetch.py with the real huggingface_hub client (the pin in
+"""plugins/modules/model_files_fetch.py with the real huggingface_hub client (the pin in
 requirements.txt) against tests/hub/hub_endpoint.py, serving the project's tiny model
 (roles/model_files/files/tiny-qwen2) as sglang-deploy/tiny-qwen2 from a thread. No network: every
 request goes to the endpoint on 127.0.0.1, and its request log is the evidence of what the client
@@ -15,12 +15,11 @@ import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "hub"))
 
-import hub_layout  # noqa: E402
-import model_files_fetch  # noqa: E402
-from ansible.module_utils import model_files_hub  # noqa: E402
-from hub_endpoint import HubEndpoint  # noqa: E402
+from ansible_collections.sglang.deploy.tests.hub import hub_layout
+from ansible_collections.sglang.deploy.plugins.modules import model_files_fetch  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.module_utils import model_files_hub  # noqa: E402
+from ansible_collections.sglang.deploy.tests.hub.hub_endpoint import HubEndpoint
 
 # imported here, so that the client's log handler writes to the session's stderr, not to a test's
 # captured one (run_module captures it)
@@ -134,7 +133,7 @@ def test_a_slow_fetch_can_be_followed_from_the_files_on_disk(hub, big, tmp_path)
     record is gone when the run ends."""
     import threading
 
-    from ansible.module_utils import model_files_progress as progress
+    from ansible_collections.sglang.deploy.plugins.module_utils import model_files_progress as progress
 
     hub.rate = 5 * MIB
     record_path = str(tmp_path / "models" / ".big-weights.progress.json")

@@ -10,9 +10,8 @@ import pytest
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "unit"))
-from ansible.module_utils import sglang_flags_model as model
-from sglang_monitoring_support import run_promtool  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as model
+from ansible_collections.sglang.deploy.tests.unit.sglang_monitoring_support import run_promtool
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 INVENTORIES = {

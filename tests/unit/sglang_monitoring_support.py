@@ -5,17 +5,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_monitoring")
-sys.path.insert(0, os.path.join(ROLE, "filter_plugins"))
 
-import sglang_monitoring_config as config  # noqa: E402  pylint: disable=wrong-import-position
-import sglang_monitoring_hosts as hosts  # noqa: E402  pylint: disable=wrong-import-position
-import sglang_monitoring_rules as rules  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_config as config  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_hosts as hosts  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_rules as rules  # noqa: E402  pylint: disable=wrong-import-position
 
 PAGES = [
     os.path.join(ROOT, "tests", "fixtures", "sglang-router", "metrics-sglang-0.5.23-busy.txt"),

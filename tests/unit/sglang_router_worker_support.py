@@ -1,4 +1,4 @@
-"""Shared by the tests of roles/sglang_router/library/sglang_router_worker.py: the answers
+"""Shared by the tests of plugins/modules/sglang_router_worker.py: the answers
 recorded from sglang-router 0.3.2 and SGLang 0.5.23 in tests/fixtures/sglang-router/."""
 
 import os

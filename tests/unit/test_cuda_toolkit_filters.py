@@ -1,14 +1,12 @@
-"""Unit tests of roles/cuda_toolkit/filter_plugins/cuda_toolkit.py."""
+"""Unit tests of plugins/filter/cuda_toolkit.py."""
 
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "roles", "cuda_toolkit", "filter_plugins"))
 
-import cuda_toolkit as ct  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.filter import cuda_toolkit as ct  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "gpu-host", "h200-1gpu-ubuntu2404")

@@ -1,10 +1,9 @@
-"""The committed flag catalogs (roles/sglang_flags/files/catalogs/, written by scripts/flag-catalog.py
+"""The committed flag catalogs (roles/sglang_flags/files/catalogs/, written by scripts/flag_catalog.py
 from the sglang wheels of 0.5.17 to 0.5.23) and what the lint makes of a flag name with them
 (sglang_flags_catalog.py): removed flags with their replacement, flags too new for the declared
 version, deprecated spellings, ambiguous prefixes, three-state flags. Each case is a fact of the
 version history that docs/sglang-versions.md describes."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,14 +20,11 @@ CATALOGS = os.path.join(ROLE, "files", "catalogs")
 VERSIONS = ["0.5.17", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_test_cat_{name}", os.path.join(ROLE, "filter_plugins", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-C, I, V = _load("sglang_flags_catalog"), _load("sglang_flags_inputs"), _load("sglang_flags_version")
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_version as V
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     VARS = yaml.safe_load(fh)
 REMOVED = VARS["sglang_flags_removed_flags"]
@@ -52,7 +48,7 @@ def test_one_catalog_per_version_oldest_first_with_pins():
     for v in VERSIONS:
         with open(os.path.join(CATALOGS, f"sglang-{v}.json"), encoding="utf-8") as fh:
             data = json.load(fh)
-        assert data["sglang"] == v and "scripts/flag-catalog.py" in data["generated_by"]
+        assert data["sglang"] == v and "scripts/flag_catalog.py" in data["generated_by"]
         assert list(data["options"]) == sorted(data["options"])
         assert set(data["requires"]) >= {"torch", "flashinfer-python", "sglang-kernel"}
     assert catalog("0.5.23")["requires"]["torch"] == "==2.14.1"
@@ -226,7 +222,7 @@ def test_flag_catalog_script_reads_deprecations_three_state_flags_defaults_and_p
                     "Requires-Dist: torchvision\nRequires-Dist: sglang-kernel==1.0; extra == \"x\"\n")
         zf.writestr("sglang/srt/server_args.py", FAKE_SERVER_ARGS)
     out = tmp_path / "catalog.json"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "flag-catalog.py"), str(wheel), "-o", str(out)],
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "flag_catalog.py"), str(wheel), "-o", str(out)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text(encoding="utf-8"))

@@ -1,5 +1,5 @@
 """One flag model: every role reads the launch flags as the unit is rendered from them,
-``sglang_server_flags`` (roles/sglang_flags, tasks_from: model; module_utils/sglang_flags_model.py),
+``sglang_server_flags`` (roles/sglang_flags, tasks_from: model; plugins/module_utils/sglang_flags_model.py),
 not the inventory's ``sglang_server_args`` as written. A consumer of the raw mapping sees
 ``{"--port": 31000}`` as no port at all while the unit says ``--port 31000`` (the firewall filtered
 30000, the monitoring scraped 30000). This test reads the code of every role (defaults, vars,
@@ -27,13 +27,13 @@ ALLOWED = {
     "roles/sglang_flags/defaults/main.yml":
         "sglang_flags_server_args: the input checks judge the flags as written, so that a name the "
         "model refuses (or two spellings of one flag) is a finding of the lint, not a crash",
-    "roles/sglang_flags/filter_plugins/sglang_flags_inputs.py":
+    "plugins/filter/sglang_flags_inputs.py":
         "names the variable in its findings on the flags as written",
-    "roles/sglang_flags/filter_plugins/sglang_flags_rules.py":
+    "plugins/filter/sglang_flags_rules.py":
         "names the variable in its findings",
     "roles/sglang_server/tasks/render.yml":
         "sglang_server's own render: asserts the mapping before rendering sglang_server_flags",
-    "roles/sglang_monitoring/filter_plugins/sglang_monitoring_hosts.py":
+    "plugins/filter/sglang_monitoring_hosts.py":
         "only other hosts' variables are at hand (playbooks/monitoring.yml): sglang_server_flags "
         "where the host has it, else its sglang_server_args through the model's normalize_args",
 }
@@ -64,7 +64,7 @@ def _python_names(text):
 def readers():
     """{relative path: number of reads} for every file that reads sglang_server_args."""
     patterns = ["roles/*/defaults/*.yml", "roles/*/vars/*.yml", "roles/*/tasks/*.yml",
-                "roles/*/handlers/*.yml", "roles/*/templates/*", "roles/*/filter_plugins/*.py",
+                "roles/*/handlers/*.yml", "roles/*/templates/*", "plugins/filter/*.py",
                 "playbooks/*.yml", "deploy.yml", "templates/*.j2"]
     found = {}
     for pattern in patterns:
@@ -98,7 +98,7 @@ def test_every_allowed_place_still_reads_it():
 
 
 def test_the_monitoring_normalises_with_the_model():
-    with open(os.path.join(ROOT, "roles/sglang_monitoring/filter_plugins/sglang_monitoring_hosts.py"),
+    with open(os.path.join(ROOT, "plugins/filter/sglang_monitoring_hosts.py"),
               encoding="utf-8") as fh:
         assert 'MODEL.normalize_args(_var(hv, "sglang_server_args"))' in fh.read()
 

@@ -5,16 +5,14 @@ outputs (tests/fixtures/gpu-admit/) and lines written in NVIDIA's documented for
 
 import json
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "roles", "gpu_admit", "files"))
 FIX = os.path.join(ROOT, "tests", "fixtures", "gpu-admit", "h200-1gpu")
 
-import gpu_admit_device as device  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
-import gpu_admit_health as health  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
+from ansible_collections.sglang.deploy.roles.gpu_admit.files import gpu_admit_device as device  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.roles.gpu_admit.files import gpu_admit_health as health  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def fixture_text(name):

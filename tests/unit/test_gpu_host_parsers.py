@@ -1,13 +1,13 @@
-"""Unit tests of the gpu_host parsers (roles/gpu_host/module_utils/gpu_host_nvidia.py,
+"""Unit tests of the gpu_host parsers (plugins/module_utils/gpu_host_nvidia.py,
 gpu_host_interconnect.py) and of empty_facts (gpu_host_gather.py) on real and documented outputs."""
 
 import json
 import os
 
 import pytest
-from ansible.module_utils import gpu_host_gather as gather
-from ansible.module_utils import gpu_host_interconnect as interconnect
-from ansible.module_utils import gpu_host_nvidia as nvidia
+from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_gather as gather
+from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_interconnect as interconnect
+from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_nvidia as nvidia
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

@@ -1,11 +1,11 @@
-"""module_utils/local_fact.py (the local fact written in the gathering module's own call) and
-roles/sglang_firewall/library/sglang_firewall_absent.py (the firewall removed in one call), on
+"""plugins/module_utils/local_fact.py (the local fact written in the gathering module's own call) and
+plugins/modules/sglang_firewall_absent.py (the firewall removed in one call), on
 files in a temporary directory; systemctl and nft are not called where nothing needs them."""
 
 import json
 
-import sglang_firewall_absent
-from ansible.module_utils.local_fact import render, write_local_fact
+from ansible_collections.sglang.deploy.plugins.modules import sglang_firewall_absent
+from ansible_collections.sglang.deploy.plugins.module_utils.local_fact import render, write_local_fact
 
 
 def test_local_fact_is_written_once_then_left_alone(tmp_path):

@@ -1,13 +1,10 @@
 """ml_env's lock filter: pip install reports -> hash-pinned requirement lines."""
 
-import sys
-from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "roles/ml_env/filter_plugins"))
-from ml_env import ml_env_lock_requirements  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.filter.ml_env import ml_env_lock_requirements  # noqa: E402
 
 
 def entry(name, version, sha=None, url=None, hash_field=None):

@@ -1,10 +1,9 @@
-"""ml_env's nightly track (roles/ml_env/library/ml_env_nightly_lock.py): the controller resolves
+"""ml_env's nightly track (plugins/modules/ml_env_nightly_lock.py): the controller resolves
 the newest versions the indexes allow into a lock once; later runs keep that lock until a refresh
 moves it. Resolved for real with the controller's pip: offline from a find-links directory of
 tiny wheels this test writes, and against PyPI with `six` in a version range (skipped when PyPI
 cannot be reached)."""
 
-import importlib.util
 import json
 import os
 import socket
@@ -14,12 +13,8 @@ import zipfile
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location(
-    "ml_env_nightly_lock", os.path.join(ROOT, "roles", "ml_env", "library", "ml_env_nightly_lock.py"))
-m = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(m)
-sys.path.insert(0, os.path.join(ROOT, "roles", "ml_env", "filter_plugins"))
-from ml_env import ml_env_lock_requirements  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.modules import ml_env_nightly_lock as m  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.filter.ml_env import ml_env_lock_requirements  # noqa: E402
 
 
 def params(tmp_path, **kw):

@@ -1,21 +1,17 @@
-"""ml_env's prune choice (roles/ml_env/library/ml_env_prune_plan.py) on directory trees in
+"""ml_env's prune choice (plugins/modules/ml_env_prune_plan.py) on directory trees in
 tmp_path: only finished generations are removed, never the active, previous, just-built or
 release-referenced ones (compared by real path; the releases' generations come from
-module_utils/sglang_release_state.py), and never anything else under ml_env_root."""
+plugins/module_utils/sglang_release_state.py), and never anything else under ml_env_root."""
 
-import importlib.util
 import json
 import os
 
 import pytest
-from ansible.module_utils import sglang_release_state
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location(
-    "ml_env_prune_plan", os.path.join(ROOT, "roles", "ml_env", "library", "ml_env_prune_plan.py"))
-m = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(m)
+from ansible_collections.sglang.deploy.plugins.modules import ml_env_prune_plan as m  # noqa: E402  pylint: disable=wrong-import-position
 
 RECORD = "ml-env-generation.json"
 

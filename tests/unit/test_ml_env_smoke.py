@@ -3,7 +3,6 @@ generation whose distribution is older than asked (cuDNN >= 9.10.2 for FlashInfe
 GEMM), or missing, and lists what it found."""
 
 import importlib.metadata
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,9 +10,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMOKE = os.path.join(ROOT, "roles", "ml_env", "files", "ml_env_smoke.py")
-_spec = importlib.util.spec_from_file_location("ml_env_smoke", SMOKE)
-m = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(m)
+from ansible_collections.sglang.deploy.roles.ml_env.files import ml_env_smoke as m  # noqa: E402  after SMOKE, which the tests also run as a script
 
 
 def run(wanted, installed):

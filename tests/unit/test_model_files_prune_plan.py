@@ -1,5 +1,5 @@
-"""roles/model_files/library/model_files_prune_plan.py and protected_model_paths of
-module_utils/sglang_release_state.py: a model revision is removed only when nothing uses it: not
+"""plugins/modules/model_files_prune_plan.py and protected_model_paths of
+plugins/module_utils/sglang_release_state.py: a model revision is removed only when nothing uses it: not
 the one put in place, not one the server's unit names, not the model of any recorded release,
 never a partial download, and the newest unused ones are kept."""
 
@@ -7,9 +7,9 @@ import json
 import os
 import time
 
-import model_files_prune_plan as prune
-from ansible.module_utils import sglang_release_state as state
-from ansible.module_utils.model_files_manifest import STAMP
+from ansible_collections.sglang.deploy.plugins.modules import model_files_prune_plan as prune
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state as state
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import STAMP
 
 SHAS = ["%040x" % n for n in range(1, 6)]
 

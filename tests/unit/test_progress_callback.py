@@ -1,7 +1,6 @@
 """plugins/callback/sglang_progress.py: the progress line of a retried task is shown, nothing for
 a task without one or with no_log; built from ansible-core's own result and host objects."""
 
-import importlib.util
 import os
 
 from ansible.executor.task_result import CallbackTaskResult
@@ -9,10 +8,7 @@ from ansible.inventory.host import Host
 from ansible.playbook.task import Task
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-_spec = importlib.util.spec_from_file_location(
-    "sglang_progress_callback", os.path.join(ROOT, "plugins", "callback", "sglang_progress.py"))
-callback = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(callback)
+from ansible_collections.sglang.deploy.plugins.callback import sglang_progress as callback  # noqa: E402  pylint: disable=wrong-import-position
 
 
 class Shown:

@@ -248,7 +248,7 @@ def test_legitimate_words_are_not_flagged(text):
 
 def test_backticked_paths_are_resolved_from_the_role_or_the_root():
     repo = Repo()
-    text = ("`roles/sglang_flags/vars/main.yml` `tasks/main.yml` `module_utils/sglang_http.py` `docs/nope.md` "
+    text = ("`roles/sglang_flags/vars/main.yml` `tasks/main.yml` `plugins/module_utils/sglang_http.py` `docs/nope.md` "
             "`roles/sglang_flags/files/catalogs/sglang-<version>.json` `/root/ml-env` "
             "`reports/latest.md` `srt/server_args.py` `ansible-playbook playbooks/lint.yml -l x` "
             "`docs/sglang-versions.md#removed-flags` `https://flashinfer.ai/whl`\n")
@@ -256,14 +256,14 @@ def test_backticked_paths_are_resolved_from_the_role_or_the_root():
     assert found == {
         "roles/sglang_flags/vars/main.yml": ["roles/sglang_flags/vars/main.yml"],
         "tasks/main.yml": ["roles/sglang_verify/tasks/main.yml"],
-        "module_utils/sglang_http.py": ["roles/sglang_verify/module_utils/sglang_http.py", "module_utils/sglang_http.py"],
+        "plugins/module_utils/sglang_http.py": ["plugins/module_utils/sglang_http.py"],
         "docs/nope.md": ["docs/nope.md"],
         "roles/sglang_flags/files/catalogs/sglang-<version>.json": ["roles/sglang_flags/files/catalogs/sglang-*.json"],
         "playbooks/lint.yml": ["playbooks/lint.yml"],
         "docs/sglang-versions.md#removed-flags": ["docs/sglang-versions.md"],
     }
     exists = {word: [p for p in paths if repo.exists(p)] for word, paths in found.items()}
-    assert exists["module_utils/sglang_http.py"] == ["module_utils/sglang_http.py"]
+    assert exists["plugins/module_utils/sglang_http.py"] == ["plugins/module_utils/sglang_http.py"]
     assert exists["docs/nope.md"] == []
     assert all(exists[w] for w in found if w != "docs/nope.md")
 

@@ -1,21 +1,18 @@
-"""scripts/sglang-drift.py (`make drift`) with the committed catalogs only: a copy of the inventories
+"""scripts/sglang_drift.py (`make drift`) with the committed catalogs only: a copy of the inventories
 whose production profile declares an older SGLang is judged against the 0.5.23 catalog as the
 "newest"; the report names the removed flags with their replacement, the defaults that changed
 for flags the profile leaves unset and the pins that would move, and the exit status says
 whether production breaks. No network: `--newest-catalog` instead of a download."""
 
-import importlib.util
 import os
 import shutil
 
 import pytest
 import yaml
+from ansible_collections.sglang.deploy.scripts import sglang_drift as S
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CATALOG_0523 = os.path.join(ROOT, "roles", "sglang_flags", "files", "catalogs", "sglang-0.5.23.json")
-_spec = importlib.util.spec_from_file_location("_test_drift", os.path.join(ROOT, "scripts", "sglang-drift.py"))
-S = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(S)
 
 
 @pytest.fixture(name="root")
@@ -91,7 +88,7 @@ def test_pins_that_follow_flashinfer_python_move_with_it():
 def test_the_makefile_target_runs_the_script():
     with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as fh:
         text = fh.read()
-    assert "\ndrift:\n\t$(BIN)/python scripts/sglang-drift.py $(DRIFT_ARGS)\n" in text
+    assert "\ndrift:\n\t$(BIN)/python scripts/sglang_drift.py $(DRIFT_ARGS)\n" in text
     with open(os.path.join(ROOT, "inventories", "production", "group_vars", "blackwell", "ml_env.yml"),
               encoding="utf-8") as fh:
         assert yaml.safe_load(fh)["ml_env_index_url"]  # the index the download asks

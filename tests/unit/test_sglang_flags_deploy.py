@@ -2,7 +2,6 @@
 filter_plugins/sglang_flags_deploy.py on the host's ml_env spec and router settings: each one
 fires, has a near miss, and the shipped inventories pass."""
 
-import importlib.util
 import os
 
 import pytest
@@ -10,9 +9,7 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_flags")
-_spec = importlib.util.spec_from_file_location("_test_deploy", os.path.join(ROLE, "filter_plugins", "sglang_flags_deploy.py"))
-D = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(D)
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_deploy as D  # noqa: E402  pylint: disable=wrong-import-position
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     RULES = yaml.safe_load(fh)["sglang_flags_rules"]
 DEPLOY_IDS = {r["id"] for r in RULES if r.get("scope") == "deploy"}

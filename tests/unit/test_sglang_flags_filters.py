@@ -1,19 +1,19 @@
-"""The filters beside the rules evaluator in roles/sglang_flags/filter_plugins/ that the evaluation
+"""The filters beside the rules evaluator in plugins/filter/ that the evaluation
 and the lint use: sglang_flags_report.py (report lines), sglang_flags_specs.py (argument specs),
 sglang_flags_env.py (task environment), sglang_flags_version.py, sglang_flags_sm.py and
 sglang_flags_requirements.py (versions, SM, package spec), and the folder's filter names."""
 
-import importlib.util
+import importlib
 import os
 
 import pytest
-import sglang_flags_env
-import sglang_flags_report
-import sglang_flags_requirements
-import sglang_flags_rules as F
-import sglang_flags_sm
-import sglang_flags_specs
-import sglang_flags_version
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_env
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_specs
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_version
 import yaml
 from sglang_flags_rules_support import MINIMAL, ROLE, ROOT, check
 
@@ -141,17 +141,15 @@ def test_normalize_sm(value, want):
     assert sglang_flags_sm.sglang_flags_normalize_sm(value) == want
 
 
-def test_every_filter_of_the_folder_is_published_once():
-    """Ansible loads every file of filter_plugins/ and merges their filters: a name published by
-    two files would leave one of them unused."""
-    folder = os.path.join(ROLE, "filter_plugins")
+def test_every_filter_of_the_collection_is_published_once():
+    """Ansible merges the filters of every file of plugins/filter under sglang.deploy.<name>: a
+    name published by two files would leave one of them unused."""
+    folder = os.path.join(ROOT, "plugins", "filter")
     owners = {}
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".py"):
             continue
-        spec = importlib.util.spec_from_file_location(f"_test_filters_{name[:-3]}", os.path.join(folder, name))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = importlib.import_module("ansible_collections.sglang.deploy.plugins.filter." + name[:-3])
         for filter_name in module.FilterModule().filters():
             assert filter_name not in owners, f"{filter_name}: {owners.get(filter_name)} and {name}"
             owners[filter_name] = name

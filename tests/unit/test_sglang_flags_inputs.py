@@ -1,11 +1,10 @@
-"""Unit tests of the offline input checks (roles/sglang_flags/filter_plugins/sglang_flags_inputs.py),
-the flag catalog (sglang_flags_catalog.py, files/catalogs/) and scripts/flag-catalog.py.
+"""Unit tests of the offline input checks (plugins/filter/sglang_flags_inputs.py),
+the flag catalog (sglang_flags_catalog.py, files/catalogs/) and scripts/flag_catalog.py.
 
 Every bad input is judged the way tasks/evaluate.yml judges it (input checks, then the rules on the
 flags as argparse reads them) and must come out as an error line of the lint report that names the
 host, the variable or flag, the rule and the fix."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,16 +20,12 @@ CATALOGS = os.path.join(ROLE, "files", "catalogs")
 HOST = "gpu-node-02.example.invalid"
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(
-        f"_test_{name}", os.path.join(ROLE, "filter_plugins", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-I, C, R = _load("sglang_flags_inputs"), _load("sglang_flags_catalog"), _load("sglang_flags_rules")
-REPORT = _load("sglang_flags_report")
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as R
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as REPORT
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     RULES = yaml.safe_load(fh)["sglang_flags_rules"]
 
@@ -319,7 +314,7 @@ def test_committed_catalog_is_sorted_and_says_how_it_was_made():
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     data = json.loads(text)
-    assert data["sglang"] == "0.5.23" and "scripts/flag-catalog.py" in data["generated_by"]
+    assert data["sglang"] == "0.5.23" and "scripts/flag_catalog.py" in data["generated_by"]
     names = list(data["options"])
     assert names == sorted(names) and len(names) > 500
     assert data["options"]["--tensor-parallel-size"]["dest"] == "tp_size"
@@ -364,7 +359,7 @@ def test_flag_catalog_script_reads_a_wheel_statically(tmp_path):
         zf.writestr("sglang/srt/arg_groups/fields/parallel.py", FAKE_FIELDS)
         zf.writestr("sglang/srt/arg_groups/choices.py", 'BACKENDS = ["z", "y"]\n')
     out = tmp_path / "catalog.json"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "flag-catalog.py"), str(wheel),
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "flag_catalog.py"), str(wheel),
                            "-o", str(out)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text(encoding="utf-8"))

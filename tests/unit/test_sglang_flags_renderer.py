@@ -1,6 +1,5 @@
-"""Unit tests of the flag renderer, roles/sglang_flags/filter_plugins/sglang_flags.py."""
+"""Unit tests of the flag renderer, plugins/filter/sglang_flags.py."""
 
-import importlib.util
 import os
 
 import pytest
@@ -10,14 +9,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PLUGINS = os.path.join(ROOT, "roles", "sglang_flags", "filter_plugins")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_test_{name}", os.path.join(PLUGINS, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-R = _load("sglang_flags")
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as R
 
 
 def test_filter_names_are_public():

@@ -1,5 +1,5 @@
 """The rules table (roles/sglang_flags/vars/main.yml) as evaluated by
-roles/sglang_flags/filter_plugins/sglang_flags_rules.py: every offline rule fires and has a near
+plugins/filter/sglang_flags_rules.py: every offline rule fires and has a near
 miss, the host rules are the ones files/sglang_preflight.py implements, and the hand-tuned command
 of the production profile is rejected on 0.5.23 while the corrected one and the profile pass.
 The evaluator's own behaviour is in test_sglang_flags_evaluator.py, the filters beside it in
@@ -8,7 +8,7 @@ test_sglang_flags_filters.py."""
 import os
 
 import pytest
-import sglang_flags_rules as F
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
 import yaml
 from sglang_flags_rules_support import (HOST_RULE_IDS, MINIMAL, ROLE, ROOT, RULES, TUNED_ARGS, TUNED_ENV, by_rule,
                                         check, errors)

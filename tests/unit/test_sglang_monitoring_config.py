@@ -1,4 +1,4 @@
-"""roles/sglang_monitoring/filter_plugins/sglang_monitoring_config.py: scrape jobs and labels for
+"""plugins/filter/sglang_monitoring_config.py: scrape jobs and labels for
 the SGLang hosts, the router, node and DCGM exporters; promtool accepts the result."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""roles/sglang_monitoring/filter_plugins/sglang_monitoring_hosts.py: each SGLang host's address,
+"""plugins/filter/sglang_monitoring_hosts.py: each SGLang host's address,
 labels and alert thresholds from its own variables; the flag hash is sglang_verify's."""
 
 import os
@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from sglang_monitoring_support import ROOT, hosts
 
-from ansible.module_utils import sglang_flags_model as model
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as model
 
 
 def inventory_args(path):

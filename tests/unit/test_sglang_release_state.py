@@ -1,5 +1,5 @@
-"""The release state of roles/sglang_release (module_utils/sglang_release_state.py) and its
-module (roles/sglang_release/library/sglang_release.py), on release directories in tmp_path:
+"""The release state of roles/sglang_release (plugins/module_utils/sglang_release_state.py) and its
+module (plugins/modules/sglang_release.py), on release directories in tmp_path:
 record, resolve, mark_current, the releases recorded before release.json existed, the ml_env
 generations every kept release protects, no secret flag on disk, atomic writes, check mode."""
 
@@ -10,9 +10,9 @@ import os
 import stat
 
 import pytest
-import sglang_release as module  # roles/sglang_release/library/sglang_release.py (tests/conftest.py)
-from ansible.module_utils import sglang_release_state as state
-from ansible.module_utils.sglang_flags_model import SECRET_FLAGS
+from ansible_collections.sglang.deploy.plugins.modules import sglang_release as module# plugins/modules/sglang_release.py (tests/conftest.py)
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state as state
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
 
 KEY = "sk-release-0123456789abcdef"
 

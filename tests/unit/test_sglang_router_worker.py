@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-import sglang_router_worker as m
-from ansible.module_utils import sglang_router_listing as listing
+from ansible_collections.sglang.deploy.plugins.modules import sglang_router_worker as m
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_router_listing as listing
 from sglang_router_worker_support import fixture
 
 

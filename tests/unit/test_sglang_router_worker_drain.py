@@ -2,7 +2,7 @@
 that only moves when the code sleeps, with stand-ins for the /metrics reading and the router
 listing."""
 
-import sglang_router_worker as m
+from ansible_collections.sglang.deploy.plugins.modules import sglang_router_worker as m
 
 
 class Clock:

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import sglang_router_worker as m
+from ansible_collections.sglang.deploy.plugins.modules import sglang_router_worker as m
 from sglang_router_worker_support import fixture
 
 

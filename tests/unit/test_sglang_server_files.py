@@ -1,4 +1,4 @@
-"""roles/sglang_server/library/sglang_server_files.py: one read-only call says which planned
+"""plugins/modules/sglang_server_files.py: one read-only call says which planned
 files a write would change (content, mode, owner, group) or remove."""
 
 import getpass
@@ -6,7 +6,7 @@ import grp
 import hashlib
 import os
 
-import sglang_server_files
+from ansible_collections.sglang.deploy.plugins.modules import sglang_server_files
 
 
 def _spec(path, content, mode="0644"):

@@ -3,14 +3,13 @@ lint of the hardened unit's variables, offline.
 
 * lint refuses a key written as a flag, without quoting it, and points to sglang_server_api_key;
 * the hardening lists and the umask are judged like the other unit inputs;
-* module_utils/sglang_secrets.py redacts every spelling SGLang and Python print a key in;
+* plugins/module_utils/sglang_secrets.py redacts every spelling SGLang and Python print a key in;
 * files/sitecustomize.py redacts the keys in everything a Python process (and the workers it
   spawns) writes, as SGLang's journal gets it;
 * the release record drops secret flags; the router is given the worker's key; the readiness
   wait sends it and redacts the journal it quotes.
 """
 
-import importlib.util
 import io
 import json
 import os
@@ -20,14 +19,13 @@ import urllib.parse
 
 import pytest
 
-import sglang_router_worker
-import sglang_server_wait
-from ansible.module_utils.sglang_flags_model import SECRET_FLAGS
-from ansible.module_utils.sglang_release_state import public_args
-from ansible.module_utils.sglang_secrets import redact_lines, redact_text
+from ansible_collections.sglang.deploy.plugins.modules import sglang_router_worker
+from ansible_collections.sglang.deploy.plugins.modules import sglang_server_wait
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import public_args
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import redact_lines, redact_text
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_sglang_flags_inputs as inputs  # noqa: E402
+from ansible_collections.sglang.deploy.tests.unit import test_sglang_flags_inputs as inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.path.join(ROOT, "roles", "sglang_server", "files")
@@ -138,10 +136,8 @@ def test_sitecustomize_without_a_readable_file_changes_nothing(tmp_path):
 
 
 def _site():
-    spec = importlib.util.spec_from_file_location("_test_sitecustomize", os.path.join(SITE, "sitecustomize.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from ansible_collections.sglang.deploy.roles.sglang_server.files import sitecustomize  # pylint: disable=import-outside-toplevel - installs its hooks when imported
+    return sitecustomize
 
 
 def _stream(tmp_path, key):
@@ -181,7 +177,7 @@ def test_sitecustomize_leaves_other_output_as_written(tmp_path):
 # --- the release record, the router, the readiness wait --------------------------------------------
 
 def test_the_release_record_keeps_no_secret_flag():
-    """module_utils/sglang_release_state.py public_args, what roles/sglang_release records: no
+    """plugins/module_utils/sglang_release_state.py public_args, what roles/sglang_release records: no
     secret flag, in any spelling."""
     flags = {"model-path": "/m", "api-key": KEY, "admin_api_key": ADMIN, "port": 30000}
     assert public_args(flags) == {"model-path": "/m", "port": 30000}

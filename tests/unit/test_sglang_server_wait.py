@@ -1,4 +1,4 @@
-"""roles/sglang_server/library/sglang_server_wait.py: `start` starts a unit that is not active
+"""plugins/modules/sglang_server_wait.py: `start` starts a unit that is not active
 (and only then), check mode starts nothing, and start_seconds counts from systemd's
 ExecMainStartTimestampMonotonic (CLOCK_MONOTONIC) to the first answer."""
 
@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-import sglang_server_wait
+from ansible_collections.sglang.deploy.plugins.modules import sglang_server_wait
 
 
 @pytest.fixture(name="unit")

@@ -1,12 +1,12 @@
 """Outcome of one sweep candidate from what the play registered
-(roles/sglang_sweep/module_utils/sglang_sweep_classify.py): the offline findings, SGLang's parser,
+(plugins/module_utils/sglang_sweep_classify.py): the offline findings, SGLang's parser,
 sglang_server_wait's failures (roles/sglang_server) and sglang_probe's result (roles/sglang_verify)."""
 
 import copy
 
 import pytest
 
-from ansible.module_utils import sglang_sweep_classify as C
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_classify as C
 
 # sglang_server_wait's failure when the unit exits during the start: the scheduler's traceback
 # in the journal (-o short-iso), then the main process and systemd

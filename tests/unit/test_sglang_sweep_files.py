@@ -3,27 +3,22 @@ way roles/sglang_flags judges a host (tasks/evaluate.yml: the input checks with 
 then the rules table): the known-bad Blackwell candidates are rejected naming their rule, the
 rest pass, and the local sweep stays short."""
 
-import importlib.util
 import os
 
 import pytest
 import yaml
 
-from ansible.module_utils import sglang_sweep_plan as plan
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FLAGS = os.path.join(ROOT, "roles", "sglang_flags")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(
-        "_test_sweep_%s" % name, os.path.join(FLAGS, "filter_plugins", "%s.py" % name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-INPUTS, CATALOG, RULES_F = _load("sglang_flags_inputs"), _load("sglang_flags_catalog"), _load("sglang_flags_rules")
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as INPUTS
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as CATALOG
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as RULES_F
 
 
 def _yaml(*parts):

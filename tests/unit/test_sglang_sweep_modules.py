@@ -4,9 +4,9 @@ runs them: plan, record (running, then the outcome), report, a resumed sweep, ch
 import json
 import os
 
-import sglang_sweep_plan
-import sglang_sweep_record
-import sglang_sweep_report
+from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_plan
+from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_record
+from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_report
 from test_sglang_sweep_classify import CRASH_WAIT, HUNG_WAIT, WORKING
 
 HOST = "sglang-local-1"

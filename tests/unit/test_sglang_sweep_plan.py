@@ -1,4 +1,4 @@
-"""Expansion of a sweep into candidates and the sweep's files (roles/sglang_sweep/module_utils/
+"""Expansion of a sweep into candidates and the sweep's files (plugins/module_utils/
 sglang_sweep_plan.py, sglang_sweep_store.py)."""
 
 import json
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ansible.module_utils import sglang_sweep_plan as plan
-from ansible.module_utils import sglang_sweep_store as store
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_store as store
 
 CURRENT_ARGS = {"model-path": "/data/models/tiny-qwen2", "device": "cpu", "enable-metrics": True,
                 "max-total-tokens": 16384, "enable-mscclpp": False}

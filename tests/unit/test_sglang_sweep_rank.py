@@ -1,4 +1,4 @@
-"""Ranking, ties, the winner's snippet, the report texts (roles/sglang_sweep/module_utils/
+"""Ranking, ties, the winner's snippet, the report texts (plugins/module_utils/
 sglang_sweep_rank.py, sglang_sweep_render.py) and the chart (roles/sglang_sweep/files/plot_sweep.py)."""
 
 import json
@@ -9,10 +9,10 @@ import sys
 import pytest
 import yaml
 
-from ansible.module_utils import sglang_sweep_plan as plan
-from ansible.module_utils import sglang_sweep_rank as R
-from ansible.module_utils import sglang_sweep_render as render
-from ansible.module_utils.sglang_verify_stats import robust_stats
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_rank as R
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_render as render
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import robust_stats
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PLOT = os.path.join(ROOT, "roles", "sglang_sweep", "files", "plot_sweep.py")

@@ -1,15 +1,14 @@
 """The regression gates of roles/sglang_verify: which accepted results a figure is compared
-with (module_utils/sglang_verify_baseline.py), the gate module end to end on a temporary report
+with (plugins/module_utils/sglang_verify_baseline.py), the gate module end to end on a temporary report
 directory (library/sglang_verify_gate.py), and report files written by many hosts at once
-(module_utils/sglang_verify_store.py)."""
+(plugins/module_utils/sglang_verify_store.py)."""
 import glob
-import importlib.util
 import multiprocessing
 import os
 
 import pytest
-from ansible.module_utils import sglang_verify_baseline as bl
-from ansible.module_utils import sglang_verify_store as store
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_baseline as bl
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_store as store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = {"prompt": "Tell me a story.", "max_tokens": 256, "runs": 5, "warmup": 1}
@@ -118,10 +117,7 @@ def test_reset_switch(value, host, want):
 
 
 # ---------------------------------------------------------------- the gate module end to end
-_spec = importlib.util.spec_from_file_location(
-    "sglang_verify_gate", os.path.join(ROOT, "roles", "sglang_verify", "library", "sglang_verify_gate.py"))
-gate_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gate_module)
+from ansible_collections.sglang.deploy.plugins.modules import sglang_verify_gate as gate_module  # noqa: E402  pylint: disable=wrong-import-position - with its tests
 
 
 def _gate_args(report_dir, run_id, tps, **extra):

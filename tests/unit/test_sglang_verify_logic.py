@@ -1,18 +1,18 @@
 """Metric math, garbage detector, probe matching, drift comparison, gates and report rendering
-of roles/sglang_verify (its module_utils/sglang_verify_*.py), with the flag model and the
+of roles/sglang_verify (its plugins/module_utils/sglang_verify_*.py), with the flag model and the
 Prometheus reader they use (module_utils/ at the repository's root)."""
 
 import json
 
 import pytest
 
-from ansible.module_utils import sglang_verify_drift as drift
-from ansible.module_utils import sglang_flags_model as flags
-from ansible.module_utils import sglang_verify_gates as gates
-from ansible.module_utils import sglang_verify_output as output
-from ansible.module_utils import sglang_prometheus as prometheus
-from ansible.module_utils import sglang_verify_render as render
-from ansible.module_utils import sglang_verify_stats as stats
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_drift as drift
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as flags
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_gates as gates
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_output as output
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_prometheus as prometheus
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_render as render
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_stats as stats
 
 
 # ---------------------------------------------------------------- percentiles

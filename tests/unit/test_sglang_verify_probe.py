@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 # the module imports its helpers as ansible.module_utils.<name>, as Ansible ships them
-import sglang_probe as probe
-from ansible.module_utils import sglang_verify_client
+from ansible_collections.sglang.deploy.plugins.modules import sglang_probe as probe
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_client
 
 ANSWERS = {"What is 2+2?": "4", "Say hello.": "hello"}
 

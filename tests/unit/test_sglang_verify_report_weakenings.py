@@ -1,11 +1,11 @@
 """The verification report lists the sandbox weakenings each host runs with
-(roles/sglang_verify/library/sglang_verify_report.py): the host records' context carries
+(plugins/modules/sglang_verify_report.py): the host records' context carries
 sglang_server_sandbox_weakenings (roles/sglang_flags/tasks/model.yml, passed by
 roles/sglang_verify/tasks/verify.yml), and summary.md ends with them; no section without any."""
 
 import json
 
-import sglang_verify_report
+from ansible_collections.sglang.deploy.plugins.modules import sglang_verify_report
 
 WEAK = {"setting": "sglang_server_capabilities", "value": "CAP_SYS_PTRACE",
         "why": "the server holds this capability (as root)", "reason": "NCCL cuMem handles on these hosts"}

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import ask, figure, ip_of, playbook, sh, unit_state  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.fleet import ask, figure, ip_of, playbook, sh, unit_state  # noqa: E402
 
 testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,8 +20,7 @@ import pytest
 import yaml
 from ansible.parsing.vault import VaultLib, VaultSecret
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import ROOT, figure, ip_of, playbook, sh, unit_state, unit_text  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.fleet import ROOT, figure, ip_of, playbook, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"

@@ -12,16 +12,13 @@ import json
 import random
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "hub"))
-import hub_layout  # noqa: E402
-from fleet import controller_address, figure, playbook, scratch, sh  # noqa: E402
-from hub_endpoint import HubEndpoint  # noqa: E402
+from ansible_collections.sglang.deploy.tests.hub import hub_layout  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.fleet import controller_address, figure, playbook, scratch, sh  # noqa: E402
+from ansible_collections.sglang.deploy.tests.hub.hub_endpoint import HubEndpoint  # noqa: E402
 
 testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"

@@ -6,7 +6,6 @@ The Qwen3.5 resolution path uses tests/fixtures/flags/qwen3.5-397b-a17b-nvfp4/co
 simulated as SM120.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ import time
 
 import pytest
 import yaml
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as rules_filter
 
 testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"
@@ -56,12 +56,8 @@ TINY_CPU = ["--model-path", TINY, "--device", "cpu", "--attention-backend", "tor
 
 def _rules():
     """The rules table (roles/sglang_flags/vars/main.yml) in the host-scope form the preflight
-    takes, made by the rules filter itself (loaded by path, as Ansible loads it)."""
+    takes, made by the rules filter itself."""
     role = os.path.join(ROOT, "roles", "sglang_flags")
-    spec = importlib.util.spec_from_file_location(
-        "sglang_flags_rules_for_preflight", os.path.join(role, "filter_plugins", "sglang_flags_rules.py"))
-    rules_filter = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rules_filter)
     with open(os.path.join(role, "vars", "main.yml"), encoding="utf-8") as fh:
         return rules_filter.sglang_flags_host_rules(yaml.safe_load(fh)["sglang_flags_rules"])
 

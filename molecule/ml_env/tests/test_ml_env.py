@@ -6,13 +6,11 @@ Runs once (testinfra_hosts) and in order: each test builds on the state the prev
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import Prober, ask, figure, ip_of, local_vars, playbook, scratch, sh, unit_state, unit_text  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.fleet import Prober, ask, figure, ip_of, local_vars, playbook, scratch, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-mlenv-1"]
 HOST = "molecule-mlenv-1"

@@ -11,13 +11,10 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import ROOT, TINY_MODEL, ask, figure, ip_of, playbook, playbook_command, sh, unit_state, unit_text  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.fleet import ROOT, TINY_MODEL, ask, figure, ip_of, playbook, playbook_command, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-rollout-1"]
 

@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import (  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.fleet import (  # noqa: E402
     ROOT, TINY_MODEL, Prober, Router, ask, batches, controller_address, figure, ip_of, local_vars, playbook, sh,
     stops_since, unit_state, unit_text,
 )
@@ -246,9 +243,8 @@ def fixture_revision2(tmp_path_factory):
     """A second revision of the tiny model (a NOTES.md added), served by tests/hub/hub_endpoint.py
     on the controller: a local endpoint in the Hub's HTTP layout, so the real huggingface_hub
     client runs offline; the endpoint only serves files."""
-    sys.path.insert(0, str(ROOT / "tests" / "hub"))
-    import hub_layout
-    from hub_endpoint import HubEndpoint
+    from ansible_collections.sglang.deploy.tests.hub import hub_layout
+    from ansible_collections.sglang.deploy.tests.hub.hub_endpoint import HubEndpoint
 
     # the fleet's shared storage (.cache/fleet-store, mounted at /srv/fleet-store) starts empty, as
     # on a fresh clone: an earlier run of this scenario in the same checkout left the revision there

@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from fleet import ask, figure, ip_of, playbook, scratch, sh  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.fleet import ask, figure, ip_of, playbook, scratch, sh  # noqa: E402
 
 testinfra_hosts = ["molecule-rollout-1"]
 

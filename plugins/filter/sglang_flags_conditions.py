@@ -1,0 +1,152 @@
+"""What each condition of a rule's ``applies`` means (the rules table, roles/sglang_flags/vars/main.yml).
+
+sglang_flags_rules.py documents the fields and calls ``evaluate_rule`` for every rule of the
+table on one host's normalised flag set; this module only decides whether a rule applies and
+which flag and value the finding names. Every condition given must hold (AND).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+
+# siblings of the collection, imported by name
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_version as _versions
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as _requirements
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm as _sm
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_gpus as _gpus
+
+KNOWN_CONDITIONS = {
+    "sm",
+    "sglang",
+    "flags_any",
+    "flag_at_least",
+    "flag_values",
+    "flag_values_outside",
+    "model_any",
+    "flags_absent",
+    "env_any",
+    "packages_absent",
+    "gpus_exceed_count",
+}
+
+
+def _values(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    if value is True:
+        return []
+    return [str(value)]
+
+
+def _lc(values) -> set:
+    return {str(v).lower() for v in values}
+
+
+def _number(text):
+    """``text`` as a number (int or float), or None when it is not one (``true``, ``auto``)."""
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        return None
+
+
+def flag_at_least(args, limits) -> tuple | None:
+    """``(flag, value)`` of the first flag of ``limits`` ({flag: N}) given with a numeric value
+    >= N, or None. A value that is not a number never matches (the input checks refuse it where
+    it must be one)."""
+    for flag, limit in (limits or {}).items():
+        if flag not in args:
+            continue
+        for value in _values(args[flag]):
+            number = _number(value)
+            if number is not None and number >= float(limit):
+                return flag, args[flag]
+    return None
+
+
+def evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
+    """(status, flag, value) or None when the rule does not apply.
+
+    status: "violation", "unknown-version", "unknown-sm", "unknown-gpu-count",
+    "unknown-packages".
+    """
+    applies = rule.get("applies") or {}
+    flag = value = None
+    unknown = []
+
+    if "flags_any" in applies:
+        present = [f for f in applies["flags_any"] if f in args]
+        if not present:
+            return None
+        flag = present[0]
+        value = args[flag]
+    if "flag_at_least" in applies:
+        hit = flag_at_least(args, applies["flag_at_least"])
+        if not hit:
+            return None
+        if flag is None:
+            flag, value = hit
+    groups = applies.get("flag_values", [])
+    groups = [groups] if isinstance(groups, dict) else list(groups)
+    if "flag_values_outside" in applies:
+        groups.append(applies["flag_values_outside"])
+    for i, group in enumerate(groups):
+        outside = "flag_values_outside" in applies and i == len(groups) - 1
+        hit = next(((f, v) for f, vals in group.items() if f in args for v in _values(args[f])
+                    if (v.lower() in _lc(vals)) != outside), None)
+        if not hit:
+            return None
+        if flag is None:
+            flag, value = hit
+    if "model_any" in applies:
+        model = str(args.get("model-path", args.get("model", ""))).lower()
+        if not any(fnmatch.fnmatchcase(model, str(p).lower()) for p in applies["model_any"]):
+            return None
+    if "flags_absent" in applies:
+        if any(f in args for f in applies["flags_absent"]):
+            return None
+        if flag is None:
+            flag = applies["flags_absent"][0]
+    if "env_any" in applies:
+        set_vars = [v for v in applies["env_any"] if env.get(v) is not None]
+        if not set_vars:
+            return None
+        if flag is None:
+            flag, value = set_vars[0], env[set_vars[0]]
+    if applies.get("gpus_exceed_count"):
+        need = _gpus.gpus_needed(args)
+        if need <= 1:
+            return None
+        if gpu_count is None:
+            unknown.append("unknown-gpu-count")
+        elif need <= gpu_count:
+            return None
+        if flag is None:
+            flag = next((f for f in _gpus.TP_FLAGS if f in args), "tp")
+            value = need
+    if "packages_absent" in applies:
+        if packages is None:
+            unknown.append("unknown-packages")
+        elif any(_requirements.canonical_package(p) in packages for p in applies["packages_absent"]):
+            return None
+    if "sm" in applies:
+        if not sm:
+            unknown.append("unknown-sm")
+        elif not _sm.sm_matches(sm, applies["sm"]):
+            return None
+    if "sglang" in applies:
+        rng = applies["sglang"] or {}
+        if not version:
+            unknown.append("unknown-version")
+        elif not _versions.version_in_range(version, rng.get("min"), rng.get("max")):
+            return None
+    return (unknown[0] if unknown else "violation", flag, value)
+
+
+class FilterModule:
+    """Loaded by Ansible like every file here; no filter of its own (sglang_flags_rules.py
+    uses it)."""
+
+    def filters(self):
+        return {}

@@ -1,0 +1,257 @@
+# -*- coding: utf-8 -*-
+"""SGLang's launch flags as the inventory writes them, in one place.
+
+The inventory variable ``sglang_server_args`` is a mapping of flag name to value:
+
+* the name is the long option without its leading dashes (``model-path``); underscores are
+  accepted and folded to dashes, so ``model_path`` and ``model-path`` are the same flag and
+  giving both is an error. Names are not lower-cased: SGLang's argparse options are
+  case-sensitive (and all lower-case, roles/sglang_flags/files/catalogs/);
+* ``true`` renders a bare flag (``--trust-remote-code``);
+* ``false`` or ``null`` omits the flag;
+* a list renders the flag once followed by every item (argparse ``nargs``);
+* a mapping renders as one JSON argument (``--json-model-override-args '{"a": 1}'``);
+* anything else is rendered with ``str()``.
+
+Used on both sides: the collection's filter plugins import it on the controller (the unit's
+ExecStart, the flag rules), and Ansible ships it with the modules that import it, e.g. the probe
+(plugins/modules/sglang_probe.py), which compares the running server's
+``launch_command`` with the same flags. Standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import hashlib
+import json
+import re
+
+__metaclass__ = type
+
+# Flags whose value is a secret: never shown, never part of the flag hash.
+SECRET_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password", "watermark-config", "watermark-key")
+
+# Flag name -> /server_info field, where the field is not simply the flag with dashes turned
+# into underscores (sglang 0.5.23).
+FLAG_FIELD_ALIASES = {
+    "tp": "tp_size",
+    "tensor-parallel-size": "tp_size",
+    "dp": "dp_size",
+    "data-parallel-size": "dp_size",
+    "pp": "pp_size",
+    "pipeline-parallel-size": "pp_size",
+    "ep": "ep_size",
+    "expert-parallel-size": "ep_size",
+    "fp4-gemm-backend": "fp4_gemm_runner_backend",
+    "fp8-gemm-backend": "fp8_gemm_runner_backend",
+}
+
+# Values SGLang rewrites on purpose at resolution: (field, asked) -> resolved.
+RESOLVED_ALIASES = {
+    ("speculative_algorithm", "NEXTN"): "EAGLE",
+}
+
+_FLAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+# characters that never need quoting in a systemd command line
+_SYSTEMD_SAFE = re.compile(r"^[A-Za-z0-9_@+=:,./-]+$")
+
+
+class FlagModelError(ValueError):
+    """A flag set the model refuses; the message names the variable and the fix."""
+
+
+# --------------------------------------------------------------------------------------------
+# names and the flag set
+# --------------------------------------------------------------------------------------------
+def normalize_flag(name):
+    """``--model_path`` / ``model-path`` -> ``model-path``; rejects what argparse never accepts."""
+    if not isinstance(name, str):
+        raise FlagModelError(
+            "sglang_server_args: flag name %r is not a string; "
+            "write the long option without dashes, e.g. 'model-path'" % (name,))
+    flag = name.strip().lstrip("-").replace("_", "-")
+    if not _FLAG_RE.match(flag):
+        raise FlagModelError(
+            "sglang_server_args: %r is not a valid flag name; use the long option "
+            "without leading dashes, letters, digits and '-' only (e.g. 'model-path')" % (name,))
+    return flag
+
+
+def fold_args(args):
+    """Flag names folded (``model_path`` -> ``model-path``), values as given (``false`` and
+    ``null`` kept: to drift they mean "not on the command line"); keeps the inventory's order."""
+    if args is None:
+        return {}
+    if not isinstance(args, dict):
+        raise FlagModelError(
+            "sglang_server_args must be a mapping of flag -> value, got %s" % type(args).__name__)
+    out, seen = {}, {}
+    for name, value in args.items():
+        flag = normalize_flag(name)
+        if flag in seen:
+            raise FlagModelError("sglang_server_args: %r and %r are the same flag --%s; keep one"
+                                 % (name, seen[flag], flag))
+        seen[flag] = name
+        out[flag] = value
+    return out
+
+
+def normalize_args(args):
+    """The flag set as it is launched: names folded, omitted flags (``false``/``null``) dropped;
+    keeps the inventory's order."""
+    return dict((flag, value) for flag, value in fold_args(args).items()
+                if value is not None and value is not False)
+
+
+# --------------------------------------------------------------------------------------------
+# rendering: argv and the systemd command line
+# --------------------------------------------------------------------------------------------
+def _scalar(flag, value):
+    if isinstance(value, bool):  # only reachable inside lists
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if isinstance(value, (list, tuple)):
+        raise FlagModelError(
+            "sglang_server_args['%s']: nested lists are not supported; give a flat list" % flag)
+    return str(value)
+
+
+def argv(args):
+    """The argv tokens after ``-m sglang.launch_server``."""
+    out = []
+    for flag, value in normalize_args(args).items():
+        out.append("--" + flag)
+        if value is True:
+            continue
+        if isinstance(value, (list, tuple)):
+            if not value:
+                raise FlagModelError(
+                    "sglang_server_args['%s'] is an empty list; use null to omit the flag" % flag)
+            out.extend(_scalar(flag, v) for v in value)
+        else:
+            out.append(_scalar(flag, value))
+    return out
+
+
+def systemd_quote(token):
+    """Quote one word for a systemd ExecStart= line (``%`` and ``$`` escaped)."""
+    token = str(token)
+    escaped = token.replace("%", "%%").replace("$", "$$")
+    if token and _SYSTEMD_SAFE.match(token):
+        return escaped
+    escaped = escaped.replace("\\", "\\\\").replace('"', '\\"')
+    return '"%s"' % escaped
+
+
+def exec_lines(tokens):
+    """Group argv into one line per flag (flag + its values), systemd-quoted."""
+    lines = []
+    for token in tokens:
+        quoted = systemd_quote(token)
+        if str(token).startswith("--") or not lines:
+            lines.append(quoted)
+        else:
+            lines[-1] += " " + quoted
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# reading back: SGLang's launch_command
+# --------------------------------------------------------------------------------------------
+def _launch_name(token):
+    """The folded flag name of a ``--flag`` / ``--flag=value`` token, or None."""
+    if not token.startswith("--") or len(token) <= 2:
+        return None
+    return token[2:].split("=", 1)[0].replace("_", "-")
+
+
+def parse_launch_command(cmd):
+    """``launch_command`` (/server_info) is the server's argv joined by spaces (no quoting).
+    Returns {folded flag name: value}; a bare flag maps to True; a value with spaces (JSON) is
+    re-joined. The program part before the first --flag is dropped."""
+    if not cmd:
+        return {}
+    flags = {}
+    current = None
+    for tok in cmd.split():
+        name = _launch_name(tok)
+        if name is not None:
+            if "=" in tok:
+                flags[name] = tok.split("=", 1)[1]
+                current = None
+                continue
+            flags[name] = True
+            current = name
+        elif current is not None:
+            prev = flags[current]
+            flags[current] = tok if prev is True else "%s %s" % (prev, tok)
+    return flags
+
+
+def redact_launch_command(cmd):
+    """The launch command with the value of every secret flag replaced by ``<redacted>``."""
+    if not cmd:
+        return cmd
+    out = []
+    redact = False
+    for tok in cmd.split():
+        if redact:
+            out.append("<redacted>")
+            redact = False
+            continue
+        name = _launch_name(tok)
+        if name in SECRET_FLAGS:
+            if "=" in tok:
+                out.append("%s=<redacted>" % tok.split("=", 1)[0])
+            else:
+                out.append(tok)
+                redact = True
+            continue
+        out.append(tok)
+    return " ".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# comparing
+# --------------------------------------------------------------------------------------------
+def norm_value(v):
+    """A flag value in the form compared with what the server shows: True = bare flag; lists
+    joined by spaces, their items as argv renders them; mappings and JSON text as canonical
+    JSON; numbers compared numerically."""
+    if v is True:
+        return True
+    if isinstance(v, (list, tuple)):
+        return " ".join(str(norm_value(_scalar("", x) if isinstance(x, bool) else x)) for x in v)
+    if isinstance(v, dict):
+        return json.dumps(v, sort_keys=True, separators=(",", ":"))
+    s = str(v).strip()
+    if s[:1] in ("{", "["):
+        try:
+            return json.dumps(json.loads(s), sort_keys=True, separators=(",", ":"))
+        except ValueError:
+            pass
+    try:
+        f = float(s)
+        if f == int(f) and "e" not in s.lower():
+            return str(int(f))
+        return repr(f)
+    except (ValueError, OverflowError):
+        return s
+
+
+def field_for_flag(flag):
+    """The /server_info field that shows a flag's resolved value."""
+    return FLAG_FIELD_ALIASES.get(flag, flag.replace("-", "_"))
+
+
+def redact_flags(flags):
+    """The flag set with every secret value replaced by ``<redacted>`` (for reports)."""
+    return dict((k, "<redacted>" if k in SECRET_FLAGS else v) for k, v in (flags or {}).items())
+
+
+def flag_hash(flags):
+    """Short, stable hash of a flag set, secrets left out: a speed baseline is only comparable
+    with the same flags. It hashes the mapping as given (see normalize_args)."""
+    canon = json.dumps({k: v for k, v in sorted((flags or {}).items()) if k not in SECRET_FLAGS},
+                       sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]

@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+"""The one HTTP client of the project's modules (standard library urllib): the probe of
+roles/sglang_verify (through plugins/module_utils/sglang_verify_client.py), the readiness wait of
+roles/sglang_server and the router calls of roles/sglang_router. Shipped with each module as
+``ansible.module_utils.sglang_http`` (ansible.cfg module_utils)."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import urllib.error
+import urllib.request
+
+__metaclass__ = type
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def open_url(url, body=None, method=None, headers=None, timeout=10.0):
+    """The response of one request, for reading it as it arrives (a stream). ``body`` is sent
+    as JSON. Raises urllib's errors (HTTPError for an answer that is not 2xx)."""
+    data = json.dumps(body).encode("utf-8") if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    return urllib.request.urlopen(req, timeout=timeout)
+
+
+def request(url, body=None, method=None, headers=None, timeout=10.0):
+    """(status, body text) of one request; status 0 with the reason when no HTTP answer came
+    (refused, timed out, not a URL)."""
+    try:
+        with open_url(url, body, method, headers, timeout) as resp:
+            return resp.status, resp.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return 0, str(getattr(exc, "reason", exc))

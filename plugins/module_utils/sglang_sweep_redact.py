@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Controller side only (the sglang_sweep_plan and sglang_sweep_record modules): what a sweep
+# writes (sweep.json, candidate-<key>.json, and through them sweep.md, sweep-summary.json and
+# winner.yml) and shows (labels, console lines) holds no secret flag value.
+"""Secret flag values out of a sweep's files and labels, by flag-model field.
+
+A setting is secret when the flag it sets is one of SECRET_FLAGS
+(plugins/module_utils/sglang_flags_model.py) as SGLang's argparse reads it: ``api_key`` and
+``--api-key`` are ``api-key``, and an abbreviation is the flag it resolves to in the host's
+catalog (``api-k`` -> ``api-key``; plugins/filter/sglang_flags_catalog.py,
+``resolve``). Without a catalog (or for a name the catalog does not know) any prefix of a secret
+flag counts as secret: a value shown as ``<redacted>`` that was not a secret costs less than the
+other way round. The flags a candidate launches keep their values (the sweep runs them); only
+what is written and shown is redacted.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
+
+REDACTED = "<redacted>"
+
+
+def is_secret(name, options=None):
+    """Whether the flag ``name`` (any spelling) sets a secret flag. ``options``: the catalog's
+    option strings (``--api-key`` ...) or names; empty = no catalog."""
+    if not isinstance(name, str):
+        return False
+    flag = name.strip().lstrip("-").replace("_", "-")
+    if not flag:
+        return False
+    if flag in SECRET_FLAGS:
+        return True
+    names = set(str(o).lstrip("-") for o in options or ())
+    if names:
+        if flag in names:
+            return False  # an option of its own, not an abbreviation
+        matches = [n for n in names if n.startswith(flag)]
+        if matches:
+            return any(m in SECRET_FLAGS for m in matches)
+    return any(secret.startswith(flag) for secret in SECRET_FLAGS)
+
+
+def secret_of(options=None):
+    """``is_secret`` bound to a catalog: the predicate the plan's labels use."""
+    return lambda name: is_secret(name, options)
+
+
+def redact_args(args, options=None):
+    """A flag mapping with every secret value as ``<redacted>`` (``None`` = removed, kept)."""
+    if not isinstance(args, dict):
+        return args
+    return dict((k, REDACTED if v is not None and is_secret(k, options) else v) for k, v in args.items())
+
+
+def redact_candidate(cand, options=None):
+    """A candidate as it is written: its flags and its changes redacted (its label and aliases
+    are redacted when they are made: sglang_sweep_plan.describe)."""
+    changes = cand.get("changes") or {}
+    return dict(cand, args=redact_args(cand.get("args") or {}, options),
+                changes=dict(changes, args=redact_args(changes.get("args") or {}, options)))
+
+
+def _axis(axis, values, options):
+    if is_secret(axis, options):
+        return [redact_args(v, options) if isinstance(v, dict) else None if v is None else REDACTED for v in values]
+    return [redact_args(v, options) if isinstance(v, dict) else v for v in values]
+
+
+def redact_settings(settings, options=None):
+    """The sweep file's own settings (sweep_base, sweep_axes, sweep_candidates) as sweep.json
+    keeps them: each secret flag's value redacted, in every place a sweep file can set one."""
+    out = dict(settings)
+    base = out.get("base") or {}
+    if isinstance(base, dict):
+        out["base"] = dict(base, args=redact_args(base.get("args") or {}, options))
+    axes = out.get("axes") or {}
+    if isinstance(axes, dict):
+        out["axes"] = dict((axis, _axis(axis, values, options) if isinstance(values, list) else values)
+                           for axis, values in axes.items())
+    cands = out.get("candidates") or []
+    if isinstance(cands, list):
+        out["candidates"] = [dict(c, args=redact_args(c.get("args") or {}, options)) if isinstance(c, dict) else c
+                             for c in cands]
+    return out

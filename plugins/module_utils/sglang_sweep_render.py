@@ -1,0 +1,196 @@
+# -*- coding: utf-8 -*-
+# Controller side only (the sglang_sweep_report module): a ranked sweep (sglang_sweep_rank) as
+# console lines, Markdown (sweep.md), a group_vars snippet for the winner and a JSON summary.
+"""Render a ranked sweep."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import yaml
+
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import norm_value
+
+# a variable of the environment that an sglang_server switch sets (roles/sglang_server defaults)
+LEVERS = {
+    ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "1"): "sglang_server_pcie_ipc_allreduce: true",
+    ("NCCL_IB_DISABLE", "1"): "sglang_server_nccl_ib_disable: true",
+    ("NCCL_P2P_LEVEL", "SYS"): "sglang_server_nccl_p2p_level_sys: true",
+}
+ROW = "%-4s %-34s %-12s %-9s %-24s %-7s %-8s %-8s %-8s %-6s %-17s %s"
+
+
+def _num(value, fmt="%.1f"):
+    return "-" if value is None else fmt % value
+
+
+def _rank(e):
+    return "-" if e.get("rank") is None else "%d%s" % (e["rank"], "=" if e.get("tie") else "")
+
+
+def _tps(e):
+    tps = (e.get("figures") or {}).get("decode_tps")
+    if not tps or e["outcome"] != "working":
+        return "-"
+    return "%.1f (%.1f-%.1f)" % (tps["median"], tps["min"], tps["max"])
+
+
+def _throughput(e):
+    levels = (e.get("figures") or {}).get("throughput") or []
+    if e["outcome"] != "working" or not levels:
+        return "-"
+    return "/".join(_num(lv.get("output_throughput"), "%.0f") for lv in levels)
+
+
+def _fig(e, name, sub=None):
+    fig = e.get("figures") or {}
+    value = fig.get(name)
+    return value.get(sub) if isinstance(value, dict) and sub else value
+
+
+def _short(text, width):
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _levels(ranked):
+    for e in ranked["ranking"]:
+        levels = (e.get("figures") or {}).get("throughput") or []
+        if levels:
+            return "/".join(str(lv.get("concurrency")) for lv in levels)
+    return "-"
+
+
+def console_lines(ranked, sweep_name, host):
+    """A fixed-width ranked table, every candidate, then the winner in one line."""
+    lines = ["sweep %s on %s: %s" % (sweep_name, host, ", ".join(
+        "%d %s" % (n, o) for o, n in ranked["counts"].items() if n)),
+        ROW % ("rank", "candidate", "key", "outcome", "decode tok/s (min-max)", "noise", "vs base", "TTFT ms",
+               "ITL p50", "accept", "tok/s @c=" + _levels(ranked), "reason")]
+    for e in ranked["ranking"]:
+        lines.append((ROW % (
+            _rank(e), _short(e["label"], 34), e["key"], e["outcome"], _tps(e),
+            "+-" + _num(e.get("noise")) if e.get("noise") is not None else "-",
+            "-" if e.get("vs_baseline_pct") is None else "%+.1f%%" % e["vs_baseline_pct"],
+            _num(_fig(e, "ttft_ms")), _num(_fig(e, "itl_ms", "p50"), "%.2f"),
+            _num(_fig(e, "spec_accept_length"), "%.2f"), _throughput(e),
+            "" if e["outcome"] == "working" else _short(e["reason"], 140))).rstrip())
+    lines.append(winner_line(ranked))
+    lines.append("ties: %s" % ranked["tie_rule"]["rule"])
+    return lines
+
+
+def winner_line(ranked):
+    w = ranked["winner"]
+    if w is None:
+        return "winner: none: no candidate worked and was measured; keep the current profile"
+    return "winner: %s [%s] %s" % (w["label"], w["key"], _verdict(ranked))
+
+
+def _verdict(ranked):
+    w = ranked["winner"]
+    text = "%.1f tok/s single stream" % w["figures"]["decode_tps"]["median"]
+    if w["ties"]:
+        text += " (TIE, within noise of: %s)" % ", ".join(w["ties"])
+    if w["is_baseline"]:
+        text += "; the current profile is the best: nothing to change"
+    elif not w["beats_baseline"]:
+        text += "; not better than the current profile beyond noise (%s)" % (
+            "baseline in the same group" if ranked["baseline"].get("rank") else "no baseline figure")
+    else:
+        text += ", %+.1f%% vs the current profile" % w["vs_baseline_pct"]
+    return text
+
+
+def _show(value):
+    if value is None:
+        return "(unset)"
+    return str(norm_value(value)) if value is not True else "true (bare flag)"
+
+
+def snippet(ranked, sweep_name, host):
+    """group_vars YAML for the winner: only the keys that differ from the current profile."""
+    w, base = ranked["winner"], ranked["baseline"] or {"args": {}, "env": {}}
+    head = "# sweep %s on %s: " % (sweep_name, host)
+    if w is None:
+        return head + "no candidate worked; keep the current profile\n"
+    changes = w["changes"]
+    if w["is_baseline"] or not (changes["args"] or changes["env"]):
+        return head + "the current profile is the best; nothing to change\n"
+    lines = [head + "winner %s [%s]" % (w["label"], w["key"]), "# " + _verdict(ranked),
+             "# differs from the current profile:"]
+    for part, old in (("args", base["args"]), ("env", base["env"])):
+        for name, value in changes[part].items():
+            lever = LEVERS.get((name, value))
+            lines.append("#   %s: %s -> %s%s" % (name, _show(old.get(name)), _show(value),
+                                                 " (or %s)" % lever if lever else ""))
+    lines.append("# merge these keys into the existing mappings: a mapping set in group_vars replaces the whole one")
+    body = {}
+    if changes["args"]:
+        body["sglang_server_args"] = dict(changes["args"])
+    if changes["env"]:
+        body["sglang_server_env"] = dict(changes["env"])
+    return "\n".join(lines) + "\n" + yaml.safe_dump(body, default_flow_style=False, sort_keys=False)
+
+
+def _md_cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _changes_text(e):
+    words = ["%s=%s" % (k, _show(v)) for part in ("args", "env") for k, v in e["changes"][part].items()]
+    return ", ".join(words) or "(current profile)"
+
+
+def markdown(ranked, sweep_name, host, generated):
+    out = ["# Sweep `%s` on %s" % (sweep_name, host), "",
+           "Generated %s. Candidates: %s." % (generated, ", ".join(
+               "%d %s" % (n, o) for o, n in ranked["counts"].items() if n)),
+           "Ranked by single-stream decode tok/s (median of the runs); %s: those share a rank (`=`)." % (
+               ranked["tie_rule"]["rule"]), "",
+           "| rank | candidate | key | outcome | decode tok/s median (min-max) | noise | vs baseline | TTFT ms "
+           "| ITL p50 ms | accept length | output tok/s @ concurrency %s | changes |" % _levels(ranked),
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for e in ranked["ranking"]:
+        out.append("| %s |" % " | ".join(_md_cell(c) for c in (
+            _rank(e), e["label"], "`%s`" % e["key"], e["outcome"], _tps(e),
+            "+-" + _num(e.get("noise")) if e.get("noise") is not None else "-",
+            "-" if e.get("vs_baseline_pct") is None else "%+.1f%%" % e["vs_baseline_pct"],
+            _num(_fig(e, "ttft_ms")), _num(_fig(e, "itl_ms", "p50"), "%.2f"),
+            _num(_fig(e, "spec_accept_length"), "%.2f"), _throughput(e), _changes_text(e))))
+    out += ["", "## Winner", "", winner_line(ranked), "", "```yaml", snippet(ranked, sweep_name, host).rstrip(), "```"]
+    failed = [e for e in ranked["ranking"] if e["outcome"] != "working"]
+    if failed:
+        out += ["", "## Candidates that did not work"]
+    for e in failed:
+        d = e["details"]
+        out += ["", "### %s (`%s`): %s" % (e["label"], e["key"], e["outcome"]), "", _md_cell(e["reason"])]
+        if d.get("fix"):
+            out += ["", "Fix: %s (source: %s)" % (_md_cell(" ".join(str(d["fix"]).split())), d.get("source"))]
+        for title, name in (("Traceback (tail)", "traceback"), ("Journal (last lines)", "journal_tail"),
+                            ("SGLang's output (tail)", "stderr_tail")):
+            if d.get(name):
+                out += ["", title + ":", "", "```text"] + [str(x) for x in d[name]] + ["```"]
+        if d.get("output"):
+            out += ["", "Output of %s: %s" % (d.get("probe"), d["output"])]
+    return "\n".join(out) + "\n"
+
+
+def summary(ranked, sweep_name, host, generated, missing):
+    """The JSON summary: every candidate's row (no journal), the winner, the counts."""
+    def row(e):
+        keep = ("key", "label", "aliases", "outcome", "stage", "reason", "rank", "group", "tie", "noise", "low",
+                "high", "vs_baseline_pct", "changes", "figures", "duration_s")
+        out = dict((k, e.get(k)) for k in keep)
+        out["baseline"] = e is ranked["baseline"]
+        out["rule"] = e["details"].get("rule")
+        return out
+    w = ranked["winner"]
+    return {
+        "sweep_name": sweep_name, "host": host, "generated": generated,
+        "complete": not missing, "missing": missing, "counts": ranked["counts"], "tie_rule": ranked["tie_rule"],
+        "groups": ranked["groups"],
+        "winner": None if w is None else dict(row(w), ties=w["ties"], beats_baseline=w["beats_baseline"],
+                                              is_baseline=w["is_baseline"]),
+        "ranking": [row(e) for e in ranked["ranking"]],
+    }
