@@ -17,16 +17,19 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The siblings in this folder (bin/ on the host) import by name: Python puts the folder of the
+# script it runs first on sys.path (`python gpu_admit_measure.py`, as roles/gpu_admit/tasks/admit.yml
+# and tests/device/run_gpu_admit.sh run it), and the spawned ranks of gpu_admit_collective get
+# the same sys.path. None of them imports torch at import time.
+import gpu_admit_collective
+import gpu_admit_device
+import gpu_admit_health
 
 # nvidia-smi's GPU order, so that index N here is nvidia-smi's GPU N; never NVLink multicast
+# (set before torch is imported, in measure())
 os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-
-import gpu_admit_collective  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
-import gpu_admit_device  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
-import gpu_admit_health  # noqa: E402  pylint: disable=wrong-import-position - after sys.path names the files folder
 
 SCHEMA_VERSION = 1
 
