@@ -1,0 +1,219 @@
+"""The contract that the repository stays one collection, sglang.deploy (docs/architecture.md,
+"One collection"):
+
+- no Python file loads Python by its path (importlib's spec_from_file_location or
+  SourceFileLoader, runpy.run_path, imp's load_source, site.addsitedir, a change to sys.path or
+  to a package's __path__): Python imports Python by name;
+- no plugin folder beside a role or a playbook (roles/*/library, roles/*/module_utils,
+  roles/*/filter_plugins, a top-level module_utils/, ...): plugins live in plugins/;
+- every task that calls a module of plugins/modules calls it as sglang.deploy.<name>, and every
+  use of a filter that plugins/filter exports is spelled sglang.deploy.<name>;
+- no ansible-lint noqa silences an fqcn rule, and .ansible-lint skips none.
+
+This file is left out of the Python scan: it names the loaders it looks for."""
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SELF = Path(__file__).resolve()
+FQCN = "sglang.deploy."
+# the checkout's caches and tooling (galaxy.yml build_ignore), not the repository's own files
+SKIP = {".venv", ".cache", ".git", "collections", "reports", ".pytest_cache", "__pycache__", ".whl", ".gl"}
+PYTHON_TOPS = ["plugins", "roles", "tests", "molecule", "scripts"]
+TASK_TOPS = ["roles", "playbooks", "molecule", "tests", ".config", "deploy.yml"]
+# relative path -> why that file must load Python by its path. None does: gpu_admit_measure.py,
+# a script on the GPU host, finds its siblings because Python puts a script's folder on sys.path.
+BY_PATH_ALLOWED = {}
+LOADERS = {"spec_from_file_location", "SourceFileLoader", "run_path", "load_source", "addsitedir", "__path__"}
+SYS_PATH_CHANGES = {"insert", "append", "extend", "__setitem__", "__iadd__"}
+PLUGIN_FOLDERS = ["library", "module_utils", "filter_plugins", "callback_plugins", "lookup_plugins",
+                  "test_plugins", "action_plugins"]
+PLAY_TASK_LISTS = ("pre_tasks", "tasks", "post_tasks", "handlers")
+BLOCK_LISTS = ("block", "rescue", "always")
+# a filter applied with a pipe (`x | name`, `x|name(...)`) or handed to map (`map('name')`)
+NAME = r"[A-Za-z_]\w*(?:\.\w+)*"  # a dotted name, without a full stop that ends a sentence
+FILTER_USE = re.compile(r"\|[ \t]*(%s)|\bmap\(\s*['\"](%s)['\"]" % (NAME, NAME))
+NOQA_FQCN = re.compile(r"#\s*noqa\b[^\n]*\bfqcn", re.IGNORECASE)
+
+
+def repo_files(tops, suffixes):
+    """Files under these top-level names (folders or files) whose name ends with a suffix."""
+    for top in tops:
+        path = ROOT / top
+        candidates = [path] if path.is_file() else sorted(path.rglob("*"))
+        for found in candidates:
+            rel = found.relative_to(ROOT)
+            if found.is_file() and found.name.endswith(suffixes) and not SKIP.intersection(rel.parts):
+                yield found
+
+
+def rel(path):
+    return str(path.relative_to(ROOT))
+
+
+def module_names():
+    return {p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__"}
+
+
+def filter_names():
+    """Every filter plugins/filter exports (FilterModule.filters()), imported by name."""
+    names = set()
+    for path in sorted((ROOT / "plugins" / "filter").glob("*.py")):
+        module = importlib.import_module("ansible_collections.sglang.deploy.plugins.filter." + path.stem)
+        if hasattr(module, "FilterModule"):
+            names.update(module.FilterModule().filters())
+    return names
+
+
+def is_sys_path(node):
+    return (isinstance(node, ast.Attribute) and node.attr == "path"
+            and isinstance(node.value, ast.Name) and node.value.id == "sys")
+
+
+def by_path_loads(source):
+    """(line, what) for each place this Python source loads Python by its path."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in LOADERS:
+            yield node.lineno, "." + node.attr
+        elif isinstance(node, ast.Attribute) and node.attr in SYS_PATH_CHANGES and is_sys_path(node.value):
+            yield node.lineno, "sys.path." + node.attr
+        elif isinstance(node, ast.ImportFrom):
+            names = {alias.name for alias in node.names}
+            if names & LOADERS or (node.module == "sys" and "path" in names):
+                yield node.lineno, "from %s import %s" % (node.module, ", ".join(sorted(names)))
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if is_sys_path(target) or (isinstance(target, ast.Subscript) and is_sys_path(target.value)):
+                    yield node.lineno, "sys.path assigned"
+
+
+class _AnyTagLoader(yaml.SafeLoader):
+    """SafeLoader that reads Ansible's tags (!vault, !unsafe) as plain nodes."""
+
+
+_AnyTagLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def tasks_of(doc):
+    """Every task of a playbook or of a task file, the tasks of its blocks included."""
+    if not isinstance(doc, list):
+        return
+    for item in doc:
+        if not isinstance(item, dict):
+            continue
+        if "hosts" in item or "import_playbook" in item:
+            for key in PLAY_TASK_LISTS:
+                yield from tasks_of(item.get(key))
+        else:
+            yield item
+            for key in BLOCK_LISTS:
+                yield from tasks_of(item.get(key))
+
+
+def called_names(task):
+    """The names a task could call a module by: its keys, and the module of action/local_action."""
+    yield from (key for key in task if isinstance(key, str))
+    for key in ("action", "local_action"):
+        value = task.get(key)
+        if isinstance(value, str) and value.split():
+            yield value.split()[0]
+        elif isinstance(value, dict) and isinstance(value.get("module"), str):
+            yield value["module"]
+
+
+def module_calls():
+    """(file, task name, module name as written) for every call of a module of the collection."""
+    modules = module_names()
+    for path in repo_files(TASK_TOPS, (".yml", ".yaml")):
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_AnyTagLoader)
+        for task in tasks_of(doc):
+            for name in called_names(task):
+                if name.rsplit(".", 1)[-1] in modules or name.startswith(FQCN):
+                    yield rel(path), task.get("name", "(unnamed)"), name
+
+
+def filter_uses():
+    """(file:line, filter name as written) for every use of a filter the collection exports, or of
+    any name in the collection's namespace, in YAML and Jinja templates."""
+    filters = filter_names()
+    for path in repo_files(["."], (".yml", ".yaml", ".j2")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in FILTER_USE.finditer(line):
+                name = match.group(1) or match.group(2)
+                if name.rsplit(".", 1)[-1] in filters or name.startswith(FQCN):
+                    yield "%s:%d" % (rel(path), number), name
+
+
+def test_no_python_file_loads_python_by_its_path():
+    found = {}
+    for path in repo_files(PYTHON_TOPS, (".py",)):
+        if path == SELF:
+            continue
+        loads = ["line %d: %s" % hit for hit in by_path_loads(path.read_text(encoding="utf-8"))]
+        if loads:
+            found[rel(path)] = loads
+    unexplained = {path: loads for path, loads in found.items() if path not in BY_PATH_ALLOWED}
+    assert not unexplained, ("Python loaded by its path; import it by name "
+                             "(ansible_collections.sglang.deploy.plugins...): %s" % unexplained)
+    stale = sorted(set(BY_PATH_ALLOWED) - set(found))
+    assert not stale, "BY_PATH_ALLOWED names files that no longer load by path: %s" % stale
+
+
+def test_no_plugin_folder_beside_a_role_or_a_playbook():
+    places = [ROOT, ROOT / "playbooks", *sorted((ROOT / "roles").iterdir()),
+              *sorted((ROOT / "molecule").iterdir())]
+    found = [rel(place / name) for place in places for name in PLUGIN_FOLDERS if (place / name).exists()]
+    assert not found, "plugins belong in plugins/ (modules, module_utils, filter, callback): %s" % found
+
+
+def test_every_module_of_the_collection_is_called_by_its_fqcn():
+    modules = module_names()
+    calls = list(module_calls())
+    wrong = ["%s: %r calls %s" % call for call in calls if call[2] != FQCN + call[2].rsplit(".", 1)[-1]
+             or call[2].rsplit(".", 1)[-1] not in modules]
+    assert not wrong, "call the collection's modules as sglang.deploy.<name> (plugins/modules): %s" % wrong
+    # the walk sees the calls: every module of plugins/modules is called somewhere
+    uncalled = sorted(modules - {name.rsplit(".", 1)[-1] for _, _, name in calls})
+    assert not uncalled, "no task calls these modules of plugins/modules: %s" % uncalled
+
+
+def test_every_filter_of_the_collection_is_used_by_its_fqcn():
+    filters = filter_names()
+    uses = list(filter_uses())
+    wrong = ["%s: %s" % use for use in uses
+             if use[1] != FQCN + use[1].rsplit(".", 1)[-1] or use[1].rsplit(".", 1)[-1] not in filters]
+    assert not wrong, "use the collection's filters as sglang.deploy.<name> (plugins/filter): %s" % wrong
+    assert uses, "the scan found no use of the collection's filters in YAML or templates"
+
+
+def test_no_noqa_silences_an_fqcn_rule():
+    found = ["%s:%d" % (rel(path), number)
+             for path in repo_files(["."], (".yml", ".yaml", ".j2", ".py"))
+             if path != SELF
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if NOQA_FQCN.search(line)]
+    assert not found, "an fqcn finding is silenced; call the module or filter by its FQCN: %s" % found
+    config = yaml.safe_load((ROOT / ".ansible-lint").read_text(encoding="utf-8")) or {}
+    skipped = [rule for key in ("skip_list", "warn_list") for rule in config.get(key) or []
+               if str(rule).startswith("fqcn")]
+    assert not skipped, ".ansible-lint skips or only warns on %s" % skipped
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import importlib.util\nimportlib.util.spec_from_file_location('m', '/x.py')\n",
+     [(2, ".spec_from_file_location")]),
+    ("import runpy\nrunpy.run_path('x.py')\n", [(2, ".run_path")]),
+    ("import sys\nsys.path.insert(0, 'x')\n", [(2, "sys.path.insert")]),
+    ("import sys\nsys.path += ['x']\n", [(2, "sys.path assigned")]),
+    ("import ansible.module_utils\nansible.module_utils.__path__.append('x')\n", [(2, ".__path__")]),
+    ("import sys\nprint(sys.path)\nimport importlib\nimportlib.import_module('a.b')\n", []),
+])
+def test_the_scan_finds_each_loader(source, expected):
+    assert list(by_path_loads(source)) == expected
