@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down ci-demo lint unit molecule test bench verify-quick gate-check clean drift figures figures-check
+.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down ci-demo lint unit molecule test bench verify-quick gate-check clean drift figures figures-check collection
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
@@ -19,6 +19,7 @@ help:
 	@echo "make gate-check the speed gates on the demo hosts: no false failure, a throttled host caught"
 	@echo "make drift      the newest sglang on production's indexes against every inventory's profile"
 	@echo "make figures    docs/figures.md, the generated page of figures, from docs/figures.yml and reports/"
+	@echo "make collection reports/sglang-deploy-<version>.tar.gz, the collection sglang.deploy as ansible-galaxy builds it"
 
 # about 20 GiB: wheelhouse 3.1, two ml_env generations of 6.6 each, container layers
 DISK_GIB ?= 20
@@ -125,6 +126,13 @@ figures: tools         ## writes docs/figures.md
 
 figures-check: tools   ## fails when docs/figures.md is stale against the same inputs (or missing)
 	$(BIN)/python scripts/figures-table.py --check --out docs/figures.md $(FIGURES_ARGS)
+
+# The collection's artifact (galaxy.yml; build_ignore leaves out the caches, tests and Molecule),
+# as tests/integration/test_collection_build.py builds, installs and uses it; --force replaces
+# the artifact of the same version.
+collection: tools      ## reports/sglang-deploy-<version>.tar.gz
+	mkdir -p reports
+	$(BIN)/ansible-galaxy collection build --force --output-path reports
 
 GATE_CHECK_RUNS ?= 10
 gate-check: tools      ## verify.yml N times on the unchanged demo hosts (0 gate failures), then one host throttled (caught)
