@@ -216,7 +216,7 @@ def test_h_a_fetch_that_takes_a_minute_prints_its_progress_on_the_way(hub, tmp_p
         assert len(lines) >= 3, out[-3000:]
         done = [float(mb) for mb, _, _ in lines]
         assert done == sorted(done) and len(set(done)) >= 3, f"the progress did not grow: {done}"
-        assert re.search(r"MB/s, about [0-9a-z ]+ left", out), out[-3000:]
+        assert re.search(r"[0-9.]+ [kMG]?B/s, about [0-9a-z ]+ left", out), out[-3000:]  # ~1 MB/s: kB/s when just below
         assert sh(HOST, f"test -f {ROOT}/slow-weights/{sha}/.sglang-deploy-model.json && echo stamped") == "stamped"
         figure(f"model_files: 60 MiB at 1 MiB/s from the Hub endpoint in {took:.0f} s with {len(lines)} progress lines")
     finally:
