@@ -33,6 +33,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 \
     ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0
   PB="python3 /tmp/site/bin/ansible-playbook -i localhost, -c local tests/device/gpu_admit_local.yml"
+  # the repository is the collection sglang.deploy: link it where ansible.cfg's collections_path looks
+  # (scripts/collections.sh does the same on the controller; ./collections does not travel here)
+  mkdir -p collections/ansible_collections/sglang && ln -sfn ../../.. collections/ansible_collections/sglang/deploy
   mkdir -p /var/lib/prometheus/node-exporter
   t0=$(date +%s.%N)
   $PB >"$OUT/role-run1.log" 2>&1 || { echo "FAIL: role first run"; status=1; }

@@ -11,6 +11,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_FORCE_COLOR=0 \
   ANSIBLE_NOCOLOR=1 ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0
 PB="python3 /tmp/site/bin/ansible-playbook -i localhost, -c local"
+# the repository is the collection sglang.deploy: link it where ansible.cfg's collections_path looks
+# (scripts/collections.sh does the same on the controller; ./collections does not travel here)
+mkdir -p collections/ansible_collections/sglang && ln -sfn ../../.. collections/ansible_collections/sglang/deploy
 status=0
 {
   nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,pci.bus_id --format=csv
