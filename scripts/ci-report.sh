@@ -8,6 +8,8 @@ echo "=== ci report"
 grep -E '^=== molecule .* took' "$log" || echo "(no Molecule scenario finished)"
 grep -E '^=== make demo took' "$log" || echo "(make demo did not run: make test failed first, or it was stopped)"
 grep -E '^=== molecule test -s' "$log" | tail -n 1 | sed 's/^=== /last started: /'
+echo "--- the slowest Molecule tests (pytest --durations of each scenario's verifier)"
+grep -E '^[0-9]+\.[0-9]+s (call|setup|teardown) +' "$log" | sort -rn | head -n 15 || true
 grep -E '::[^ ]+ (FAILED|ERROR)|^(FAILED|ERROR) [^-]|CRITICAL|^make: \*\*\*' "$log" | tail -n 15 || true
 echo "--- disk"
 df -h "$root" /var/lib/docker 2>/dev/null
