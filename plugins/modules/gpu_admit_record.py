@@ -58,24 +58,24 @@ from ansible_collections.sglang.deploy.plugins.module_utils.local_fact import wr
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json
 
 
+ARGUMENT_SPEC = dict(
+    host_facts=dict(type="dict", required=True),
+    ml_env_generation=dict(type="str", default=""),
+    measured=dict(type="dict"),
+    force=dict(type="bool", default=False),
+    expect=dict(type="dict", default={}),
+    link_min_ratio=dict(type="float", default=0.6),
+    refuse_xids=dict(type="list", elements="int", default=[]),
+    small_bytes=dict(type="int", default=32768),
+    large_bytes=dict(type="int", default=268435456),
+    fact_dir=dict(type="path", default="/etc/ansible/facts.d"),
+    state_dir=dict(type="path", required=True),
+    textfile_dir=dict(type="path"),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            host_facts=dict(type="dict", required=True),
-            ml_env_generation=dict(type="str", default=""),
-            measured=dict(type="dict"),
-            force=dict(type="bool", default=False),
-            expect=dict(type="dict", default={}),
-            link_min_ratio=dict(type="float", default=0.6),
-            refuse_xids=dict(type="list", elements="int", default=[]),
-            small_bytes=dict(type="int", default=32768),
-            large_bytes=dict(type="int", default=268435456),
-            fact_dir=dict(type="path", default="/etc/ansible/facts.d"),
-            state_dir=dict(type="path", required=True),
-            textfile_dir=dict(type="path"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     inputs = admission_inputs(p["host_facts"], p["ml_env_generation"])
     key = admission_key(inputs)

@@ -75,19 +75,19 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_verdict import evaluate
 
 
+ARGUMENT_SPEC = dict(
+    facts=dict(type="dict", required=True),
+    expected_gpu_name=dict(type="str", default=""),
+    expected_gpu_count=dict(type="int", default=0),
+    expected_sm=dict(type="str", default=""),
+    min_driver_branch=dict(type="int", default=0),
+    require_open_kernel_module=dict(type="bool", default=False),
+    cpu_test_host=dict(type="bool", default=False),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            facts=dict(type="dict", required=True),
-            expected_gpu_name=dict(type="str", default=""),
-            expected_gpu_count=dict(type="int", default=0),
-            expected_sm=dict(type="str", default=""),
-            min_driver_branch=dict(type="int", default=0),
-            require_open_kernel_module=dict(type="bool", default=False),
-            cpu_test_host=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     expected = {
         "gpu_name": params["expected_gpu_name"],

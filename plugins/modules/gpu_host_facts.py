@@ -83,16 +83,16 @@ def _readlink(path):
         return None
 
 
+ARGUMENT_SPEC = dict(
+    nvidia_smi=dict(type="str", default="nvidia-smi"),
+    version_file=dict(type="path", default="/proc/driver/nvidia/version"),
+    cpu_test_host=dict(type="bool", default=False),
+    local_fact_dir=dict(type="path"),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            version_file=dict(type="path", default="/proc/driver/nvidia/version"),
-            cpu_test_host=dict(type="bool", default=False),
-            local_fact_dir=dict(type="path"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     smi = module.params["nvidia_smi"]
     if os.path.isabs(smi):
         smi_path = smi if os.access(smi, os.X_OK) else None

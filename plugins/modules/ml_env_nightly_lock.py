@@ -158,26 +158,26 @@ def ensure(p, run=subprocess.run):
             "versions": versions, "moved": changes}
 
 
+ARGUMENT_SPEC = dict(
+    requirements=dict(type="list", elements="str", default=[]),
+    requirements_nodeps=dict(type="list", elements="str", default=[]),
+    index_url=dict(type="str", default="https://pypi.org/simple"),
+    extra_index_urls=dict(type="list", elements="str", default=[]),
+    find_links=dict(type="list", elements="str", default=[]),
+    pre=dict(type="bool", default=False),
+    lock_dir=dict(type="path", required=True),
+    refresh=dict(type="bool", default=False),
+    python=dict(type="path", required=True),
+    python_version=dict(type="str", default=""),
+    platforms=dict(type="list", elements="str", default=[]),
+    timeout=dict(type="int", default=1800),
+)
+
+
 def main():
     from ansible.module_utils.basic import AnsibleModule  # noqa: PLC0415  (pure functions above)
 
-    module = AnsibleModule(
-        argument_spec=dict(
-            requirements=dict(type="list", elements="str", default=[]),
-            requirements_nodeps=dict(type="list", elements="str", default=[]),
-            index_url=dict(type="str", default="https://pypi.org/simple"),
-            extra_index_urls=dict(type="list", elements="str", default=[]),
-            find_links=dict(type="list", elements="str", default=[]),
-            pre=dict(type="bool", default=False),
-            lock_dir=dict(type="path", required=True),
-            refresh=dict(type="bool", default=False),
-            python=dict(type="path", required=True),
-            python_version=dict(type="str", default=""),
-            platforms=dict(type="list", elements="str", default=[]),
-            timeout=dict(type="int", default=1800),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if not (p["requirements"] or p["requirements_nodeps"]):
         module.fail_json(msg="ml_env_nightly_lock: the spec has no requirements")

@@ -129,16 +129,16 @@ def plan(root, link, keep, record="ml-env-generation.json", protect=(), state_fa
                   unfinished="not a finished generation")
 
 
+ARGUMENT_SPEC = dict(
+    PLAN_OPTIONS,
+    link=dict(type="path", required=True),
+    record=dict(type="str", default="ml-env-generation.json"),
+    state_fact=dict(type="path", default="/etc/ansible/facts.d/ml_env.fact"),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            PLAN_OPTIONS,
-            link=dict(type="path", required=True),
-            record=dict(type="str", default="ml-env-generation.json"),
-            state_fact=dict(type="path", default="/etc/ansible/facts.d/ml_env.fact"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if not os.path.isabs(p["root"]) or os.path.realpath(p["root"]) == "/":
         module.fail_json(msg="ml_env_prune_plan: root=%r must be an absolute path other than / "

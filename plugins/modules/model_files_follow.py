@@ -46,15 +46,15 @@ def job_finished(path):
     return "started" not in data or bool(data.get("finished"))
 
 
+ARGUMENT_SPEC = dict(
+    results_file=dict(type="path", required=True),
+    progress_file=dict(type="path", required=True),
+    wait=dict(type="int", default=10),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            results_file=dict(type="path", required=True),
-            progress_file=dict(type="path", required=True),
-            wait=dict(type="int", default=10),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     deadline = time.time() + max(p["wait"], 0)
     finished = job_finished(p["results_file"])

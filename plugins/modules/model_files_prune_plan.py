@@ -99,13 +99,13 @@ def plan(root, name, keep, protect=(), unit_path=None, release_fact=None, releas
                   unfinished="not a verified revision")
 
 
+ARGUMENT_SPEC = dict(PLAN_OPTIONS, name=dict(type="str", required=True), unit_path=dict(type="path"),
+                     in_use=dict(type="list", elements="str", default=[]),
+                     keep_variable=dict(type="str", default="model_files_keep_revisions"))
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(PLAN_OPTIONS, name=dict(type="str", required=True), unit_path=dict(type="path"),
-                           in_use=dict(type="list", elements="str", default=[]),
-                           keep_variable=dict(type="str", default="model_files_keep_revisions")),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if not os.path.isabs(p["root"]) or os.path.realpath(p["root"]) == "/" or not p["name"] or "/" in p["name"]:
         module.fail_json(msg="model_files_prune_plan: root=%r must be an absolute path other than / and "

@@ -67,17 +67,17 @@ def live_table(module, table):
     return nft, rc == 0
 
 
+ARGUMENT_SPEC = dict(
+    service=dict(type="str", required=True),
+    unit_dir=dict(type="path", default="/etc/systemd/system"),
+    ruleset_path=dict(type="path", required=True),
+    table=dict(type="str", required=True),
+    server_dropin=dict(type="path"),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            service=dict(type="str", required=True),
-            unit_dir=dict(type="path", default="/etc/systemd/system"),
-            ruleset_path=dict(type="path", required=True),
-            table=dict(type="str", required=True),
-            server_dropin=dict(type="path"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     unit = p["service"] + ".service"
     unit_path = os.path.join(p["unit_dir"], unit)

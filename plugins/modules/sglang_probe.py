@@ -275,34 +275,34 @@ def run_single_stream(client, model, p):
     return summary, failures
 
 
+ARGUMENT_SPEC = dict(
+    base_url=dict(type="str", default="http://127.0.0.1:30000"),
+    api_key=dict(type="str", no_log=True),
+    served_model_name=dict(type="str"),
+    checks=dict(type="list", elements="str", default=["health", "drift", "probes", "single_stream", "sweep"],
+                choices=["health", "drift", "probes", "gsm8k", "quality", "single_stream", "sweep"]),
+    ready_timeout=dict(type="int", default=120),
+    request_timeout=dict(type="int", default=120),
+    expected_args=dict(type="dict", default={}),
+    drift_ignore=dict(type="list", elements="str", default=[]),
+    expect_resolved=dict(type="dict", default={}),
+    probes=dict(type="list", elements="dict", default=[]),
+    probe_max_tokens=dict(type="int", default=32),
+    probe_stream_agreement=dict(type="bool", default=True),
+    max_tokens_probe=dict(type="dict", default={}),
+    request_extra_body=dict(type="dict", default={}),
+    garbage_min_run=dict(type="int", default=8),
+    bench=dict(type="dict", default={}),
+    sweep=dict(type="dict", default={}),
+    quality=dict(type="dict", default={}),
+    gsm8k=dict(type="dict", default={}),
+    env_link=dict(type="str", default=""),
+    start_log=dict(type="str", default=""),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            base_url=dict(type="str", default="http://127.0.0.1:30000"),
-            api_key=dict(type="str", no_log=True),
-            served_model_name=dict(type="str"),
-            checks=dict(type="list", elements="str", default=["health", "drift", "probes", "single_stream", "sweep"],
-                        choices=["health", "drift", "probes", "gsm8k", "quality", "single_stream", "sweep"]),
-            ready_timeout=dict(type="int", default=120),
-            request_timeout=dict(type="int", default=120),
-            expected_args=dict(type="dict", default={}),
-            drift_ignore=dict(type="list", elements="str", default=[]),
-            expect_resolved=dict(type="dict", default={}),
-            probes=dict(type="list", elements="dict", default=[]),
-            probe_max_tokens=dict(type="int", default=32),
-            probe_stream_agreement=dict(type="bool", default=True),
-            max_tokens_probe=dict(type="dict", default={}),
-            request_extra_body=dict(type="dict", default={}),
-            garbage_min_run=dict(type="int", default=8),
-            bench=dict(type="dict", default={}),
-            sweep=dict(type="dict", default={}),
-            quality=dict(type="dict", default={}),
-            gsm8k=dict(type="dict", default={}),
-            env_link=dict(type="str", default=""),
-            start_log=dict(type="str", default=""),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     for probe in p["probes"]:
         if not probe.get("prompt"):

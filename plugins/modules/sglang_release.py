@@ -170,22 +170,22 @@ def run(p, check_mode):
     return dict(changed=False, state=index, releases=releases, msg="%d release(s) recorded" % len(releases))
 
 
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", default="list", choices=["record", "resolve", "mark_current", "list", "protected"]),
+    release_dir=dict(type="path", default=RELEASE_DIR),
+    fact=dict(type="path", default=FACT),
+    unit_path=dict(type="path"),
+    env_path=dict(type="path"),
+    generation=dict(type="str", default=""),
+    args=dict(type="dict", default={}),
+    keep=dict(type="int", default=5),
+    quality=dict(type="path", default=""),
+    target=dict(type="str", default="current"),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", default="list", choices=["record", "resolve", "mark_current", "list", "protected"]),
-            release_dir=dict(type="path", default=RELEASE_DIR),
-            fact=dict(type="path", default=FACT),
-            unit_path=dict(type="path"),
-            env_path=dict(type="path"),
-            generation=dict(type="str", default=""),
-            args=dict(type="dict", default={}),
-            keep=dict(type="int", default=5),
-            quality=dict(type="path", default=""),
-            target=dict(type="str", default="current"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     # a secret flag given by mistake never shows in what the module returns (invocation included)
     module.no_log_values.update(str(value) for name, value in p["args"].items() if is_secret(name) and value)

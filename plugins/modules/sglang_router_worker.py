@@ -365,19 +365,19 @@ def add_and_wait(router, p, res, clock, sleep):
     return res
 
 
+ARGUMENT_SPEC = dict(
+    router_url=dict(type="str", required=True),
+    worker_url=dict(type="str", required=True),
+    state=dict(type="str", required=True, choices=["absent", "present"]),
+    timeout=dict(type="int", default=120),
+    drain_timeout=dict(type="int", default=30),
+    worker_api_key=dict(type="str", no_log=True),
+    poll_interval=dict(type="float", default=0.5),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            router_url=dict(type="str", required=True),
-            worker_url=dict(type="str", required=True),
-            state=dict(type="str", required=True, choices=["absent", "present"]),
-            timeout=dict(type="int", default=120),
-            drain_timeout=dict(type="int", default=30),
-            worker_api_key=dict(type="str", no_log=True),
-            poll_interval=dict(type="float", default=0.5),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     for key in ("router_url", "worker_url"):
         if not urllib.parse.urlsplit(p[key]).scheme.startswith("http"):

@@ -134,21 +134,21 @@ def differs(spec):
     return ""
 
 
+ARGUMENT_SPEC = dict(
+    files=dict(type="list", elements="dict", required=True, options=dict(
+        path=dict(type="path", required=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        sha256=dict(type="str"),
+        mode=dict(type="str"),
+        owner=dict(type="str"),
+        group=dict(type="str"),
+        markers=dict(type="list", elements="str"),
+    )),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            files=dict(type="list", elements="dict", required=True, options=dict(
-                path=dict(type="path", required=True),
-                state=dict(type="str", choices=["present", "absent"], default="present"),
-                sha256=dict(type="str"),
-                mode=dict(type="str"),
-                owner=dict(type="str"),
-                group=dict(type="str"),
-                markers=dict(type="list", elements="str"),
-            )),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     differ, why, alien = [], {}, []
     for spec in module.params["files"]:
         if spec["state"] == "present" and not spec["sha256"]:

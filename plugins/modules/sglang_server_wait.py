@@ -194,26 +194,26 @@ class WaitState:
             os.unlink(self.path)
 
 
+ARGUMENT_SPEC = dict(
+    unit=dict(type="str", required=True),
+    url=dict(type="str", required=True),
+    timeout=dict(type="int", default=900),
+    interval=dict(type="float", default=2.0),
+    request_timeout=dict(type="float", default=30.0),
+    journal_lines=dict(type="int", default=60),
+    api_key=dict(type="str", no_log=True),
+    start=dict(type="bool", default=False),
+    restarted=dict(type="bool", default=False),
+    generation=dict(type="str", default=""),
+    start_log=dict(type="path"),
+    report_every=dict(type="int", default=0),
+    wait_id=dict(type="str", default=""),
+    state_dir=dict(type="path", default="/run/sglang-deploy"),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            unit=dict(type="str", required=True),
-            url=dict(type="str", required=True),
-            timeout=dict(type="int", default=900),
-            interval=dict(type="float", default=2.0),
-            request_timeout=dict(type="float", default=30.0),
-            journal_lines=dict(type="int", default=60),
-            api_key=dict(type="str", no_log=True),
-            start=dict(type="bool", default=False),
-            restarted=dict(type="bool", default=False),
-            generation=dict(type="str", default=""),
-            start_log=dict(type="path"),
-            report_every=dict(type="int", default=0),
-            wait_id=dict(type="str", default=""),
-            state_dir=dict(type="path", default="/run/sglang-deploy"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     unit = p["unit"]
     call_began = time.monotonic()

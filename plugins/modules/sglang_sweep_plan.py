@@ -73,23 +73,23 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store i
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import done as done_keys
 
 
+ARGUMENT_SPEC = dict(
+    SWEEP_ARGS,
+    current_args=dict(type="dict", required=True),
+    current_env=dict(type="dict", default={}),
+    base=dict(type="dict", default={}),
+    axes=dict(type="dict", default={}),
+    candidates=dict(type="list", elements="dict", default=[]),
+    concurrency=dict(type="list", elements="int", default=[1, 4]),
+    candidate_timeout=dict(type="int", default=600),
+    time_budget=dict(type="int", default=7200),
+    keep_best=dict(type="bool", default=False),
+    catalog_options=dict(type="list", elements="str", default=[]),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            SWEEP_ARGS,
-            current_args=dict(type="dict", required=True),
-            current_env=dict(type="dict", default={}),
-            base=dict(type="dict", default={}),
-            axes=dict(type="dict", default={}),
-            candidates=dict(type="list", elements="dict", default=[]),
-            concurrency=dict(type="list", elements="int", default=[1, 4]),
-            candidate_timeout=dict(type="int", default=600),
-            time_budget=dict(type="int", default=7200),
-            keep_best=dict(type="bool", default=False),
-            catalog_options=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     try:
         directory = sweep_dir(p["report_dir"], p["sweep_name"], p["host"])

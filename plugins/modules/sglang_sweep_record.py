@@ -83,21 +83,21 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store i
 )
 
 
+ARGUMENT_SPEC = dict(
+    SWEEP_ARGS,
+    candidate=dict(type="dict", required=True),
+    status=dict(type="str", default=FINISHED, choices=[RUNNING, FINISHED]),
+    rules=dict(type="list", elements="raw", default=[]),
+    parser=dict(type="dict", default={}),
+    wait=dict(type="dict", default={}),
+    probe=dict(type="dict", default={}),
+    journal=dict(type="list", elements="str", default=[]),
+    catalog_options=dict(type="list", elements="str", default=[]),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            SWEEP_ARGS,
-            candidate=dict(type="dict", required=True),
-            status=dict(type="str", default=FINISHED, choices=[RUNNING, FINISHED]),
-            rules=dict(type="list", elements="raw", default=[]),
-            parser=dict(type="dict", default={}),
-            wait=dict(type="dict", default={}),
-            probe=dict(type="dict", default={}),
-            journal=dict(type="list", elements="str", default=[]),
-            catalog_options=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     cand = p["candidate"]
     try:

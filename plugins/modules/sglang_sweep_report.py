@@ -59,15 +59,15 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store i
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_json, write_text
 
 
+ARGUMENT_SPEC = dict(
+    SWEEP_ARGS,
+    tie_k=dict(type="float", default=3.0),
+    noise_floor=dict(type="float", default=0.05),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            SWEEP_ARGS,
-            tie_k=dict(type="float", default=3.0),
-            noise_floor=dict(type="float", default=0.05),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     try:
         directory = sweep_dir(p["report_dir"], p["sweep_name"], p["host"])

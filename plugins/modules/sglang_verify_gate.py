@@ -77,27 +77,27 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
 
 
+ARGUMENT_SPEC = dict(
+    RUN_ARGS,
+    host=dict(type="str", required=True),
+    mode=dict(type="str", default="full", choices=["gate", "full"]),
+    result=dict(type="dict", required=True),
+    failures=dict(type="list", elements="str", default=[]),
+    expected_args=dict(type="dict", default={}),
+    bench=dict(type="dict", default={}),
+    isolated=dict(type="bool", default=False),
+    gates=dict(type="dict", default={}),
+    update_baseline=dict(type="bool", default=True),
+    baseline_window=dict(type="int", default=10),
+    reset_baseline=dict(type="raw", default=False),
+    quality_accept=dict(type="raw", default=False),
+    task_gates=dict(type="dict", default={}),
+    context=dict(type="dict", default={}),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            RUN_ARGS,
-            host=dict(type="str", required=True),
-            mode=dict(type="str", default="full", choices=["gate", "full"]),
-            result=dict(type="dict", required=True),
-            failures=dict(type="list", elements="str", default=[]),
-            expected_args=dict(type="dict", default={}),
-            bench=dict(type="dict", default={}),
-            isolated=dict(type="bool", default=False),
-            gates=dict(type="dict", default={}),
-            update_baseline=dict(type="bool", default=True),
-            baseline_window=dict(type="int", default=10),
-            reset_baseline=dict(type="raw", default=False),
-            quality_accept=dict(type="raw", default=False),
-            task_gates=dict(type="dict", default={}),
-            context=dict(type="dict", default={}),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     result = dict(p["result"])
     result["failures"] = list(p["failures"])

@@ -61,14 +61,14 @@ def weakenings_md(hosts):
                       "| --- | --- | --- | --- | --- |"] + rows) + "\n"
 
 
+ARGUMENT_SPEC = dict(
+    RUN_ARGS,
+    prometheus_url=dict(type="str", default=""),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            RUN_ARGS,
-            prometheus_url=dict(type="str", default=""),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     run_dir = os.path.join(p["report_dir"], p["run_id"])
     hosts = {}
