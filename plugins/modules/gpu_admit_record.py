@@ -15,13 +15,13 @@ description:
   - Computes the key of the admission's inputs (driver, CUDA, GPUs and slots, topology, IOMMU,
     ACS, ml_env generation) from I(host_facts) and I(ml_env_generation), and reads the last
     record (I(fact_dir)/gpu_admit.fact and I(state_dir)/measurement.json).
-  - Without I(measured) - the admission is due (never admitted, inputs changed, I(force)):
+  - "Without I(measured) - the admission is due (never admitted, inputs changed, I(force)):
     returns C(due=true) and writes nothing. Not due: judges the stored measurement again
     against I(expect) (a changed profile re-judges without measuring) and rewrites the record
-    when the verdict changed.
-  - With I(measured) (the JSON of files/gpu_admit_measure.py): judges it, writes the
+    when the verdict changed."
+  - "With I(measured) (the JSON of files/gpu_admit_measure.py): judges it, writes the
     measurement, the local fact and, where I(textfile_dir) exists, gpu_admit.prom for the node
-    exporter's textfile collector. Check mode writes nothing and reports what would change.
+    exporter's textfile collector. Check mode writes nothing and reports what would change."
 options:
   host_facts: {description: gpu_host_facts., type: dict, required: true}
   ml_env_generation: {description: The ml_env generation the measurement runs (and the server will run)., type: str, default: ""}
@@ -39,12 +39,30 @@ author:
   - sglang_deploy contributors
 """
 
+EXAMPLES = r"""
+- name: Is an admission due?
+  sglang.deploy.gpu_admit_record:
+    host_facts: "{{ gpu_host_facts }}"
+    ml_env_generation: "{{ gpu_admit_ml_env_generation }}"
+    state_dir: /var/lib/sglang-deploy/admission
+  register: _gpu_admit_state
+
+- name: Judge the measurement and keep it
+  sglang.deploy.gpu_admit_record:
+    host_facts: "{{ gpu_host_facts }}"
+    measured: "{{ _gpu_admit_run.stdout | from_json }}"
+    expect: "{{ gpu_admit_expect }}"
+    state_dir: /var/lib/sglang-deploy/admission
+    textfile_dir: /var/lib/prometheus/node-exporter
+"""
+
 RETURN = r"""
 due: {description: A measurement is needed (and was not given)., returned: always, type: bool}
 reason: {description: Why it is due (the changed inputs, never admitted, forced)., returned: always, type: list}
 key: {description: The key of the inputs., returned: always, type: str}
 verdict: {description: "admitted, refusals, notes, not_measured, lines (empty while due).", returned: always, type: dict}
 summary: {description: The compact figures (also in the local fact)., returned: always, type: dict}
+previous_key: {description: The key of the record found before this call (null when none)., returned: always, type: str}
 """
 
 import json

@@ -52,7 +52,7 @@ author:
 
 EXAMPLES = r"""
 - name: Check the host against the inventory
-  gpu_host_check:
+  sglang.deploy.gpu_host_check:
     facts: "{{ gpu_host_facts }}"
     expected_gpu_count: 8
     expected_sm: "12.0"

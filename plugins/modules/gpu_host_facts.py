@@ -16,8 +16,8 @@ description:
     C(lspci -vvv); reads /proc/driver/nvidia/version, /proc/cmdline and the IOMMU groups in /sys.
   - Read-only apart from the local fact file (I(local_fact_dir)), written in the same call when
     its content differs; check mode gathers the same and writes nothing.
-  - Parsing lives in module_utils/ (gpu_host_nvidia.py, gpu_host_interconnect.py, wired up by
-    gpu_host_gather.py): pure functions with unit tests.
+  - "Parsing lives in plugins/module_utils/ (gpu_host_nvidia.py, gpu_host_interconnect.py, wired
+    up by gpu_host_gather.py): pure functions with unit tests."
 options:
   nvidia_smi:
     description: Name or path of nvidia-smi.
@@ -34,7 +34,8 @@ options:
   local_fact_dir:
     description:
       - Also write the facts to I(local_fact_dir)/gpu_host.fact (C(ansible_local.gpu_host) on the
-        next gathering). Empty: no file.
+        next gathering).
+      - "Empty: no file."
     type: path
 author:
   - sglang_deploy contributors
@@ -42,7 +43,8 @@ author:
 
 EXAMPLES = r"""
 - name: Gather GPU host facts
-  gpu_host_facts:
+  sglang.deploy.gpu_host_facts:
+    local_fact_dir: /etc/ansible/facts.d
   register: _gpu_host_gathered
 """
 

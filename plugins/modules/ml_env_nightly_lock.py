@@ -38,6 +38,21 @@ options:
 author: [sglang_deploy contributors]
 """
 
+EXAMPLES = r"""
+- name: Resolve (or reuse) the lock of the nightly spec on the controller
+  sglang.deploy.ml_env_nightly_lock:
+    requirements: "{{ ml_env_packages }}"
+    extra_index_urls: "{{ ml_env_extra_index_urls }}"
+    pre: true
+    lock_dir: "{{ ml_env_lock_dir }}"
+    python: "{{ ansible_playbook_python }}"
+    python_version: "3.11"
+    platforms: [manylinux_2_34_x86_64]
+    refresh: "{{ ml_env_refresh | bool }}"
+  delegate_to: localhost
+  run_once: true
+"""
+
 RETURN = r"""
 lock_dir: {description: The lock (pip-report.json, pip-report-nodeps.json, lock.json)., returned: always, type: str}
 versions: {description: Name -> version of the lock., returned: always, type: dict}

@@ -60,6 +60,23 @@ options:
     description: sglang_release's release directory (C(sglang_release_dir)); a missing one protects what the index names.
     type: path
     default: /var/lib/sglang-deploy/releases
+author:
+  - sglang_deploy contributors
+"""
+
+EXAMPLES = r"""
+- name: Choose the generations to remove (and say why the others stay)
+  sglang.deploy.ml_env_prune_plan:
+    root: /root/ml-envs
+    link: /root/ml-env
+    keep: 2
+  register: _ml_env_prune_plan
+
+- name: Remove them
+  ansible.builtin.file:
+    path: "{{ item }}"
+    state: absent
+  loop: "{{ _ml_env_prune_plan.remove }}"
 """
 
 RETURN = r"""
@@ -67,12 +84,15 @@ remove:
   description: Generation directories (as paths under I(root)) to remove, oldest last.
   type: list
   elements: str
+  returned: always
 kept:
   description: Every other directory under I(root), with the reason it stays.
   type: dict
+  returned: always
 msg:
   description: One line summary.
   type: str
+  returned: always
 """
 
 import json

@@ -38,19 +38,40 @@ options:
   free_bytes_override: {type: int, description: "Test only: the free space figure used instead of the file system's."}
   progress_file: {type: path, description: "While files are fetched or copied: what is being filled, for
                   C(model_files_follow) to measure (the task runs async); removed when the run ends."}
+author: [sglang_deploy contributors]
+"""
+
+EXAMPLES = r"""
+- name: Put the pinned revision of the model on the host
+  sglang.deploy.model_files_fetch:
+    repo_id: nvidia/Qwen3.5-397B-A17B-NVFP4
+    revision: "{{ model_files_revision }}"
+    root: /data/models
+    require_sha: true
+  vars:
+    ansible_python_interpreter: /root/ml-env/bin/python
+  register: model_files_fetched
+
+- name: Copy a verified revision from the shared storage
+  sglang.deploy.model_files_fetch:
+    source: path
+    src_path: "/mnt/models/Qwen3.5-397B-A17B-NVFP4/{{ model_files_revision }}"
+    root: /data/models
 """
 
 RETURN = r"""
-path: {description: The revision directory., type: str}
-revision: {description: The commit sha., type: str}
-fetched_bytes: {description: Bytes of the files written by this run (a resumed file counts whole)., type: int}
-seconds: {description: Wall time of the run., type: float}
-repaired: {description: Files found missing or changed and fetched again., type: list, elements: str}
-manifest_digest: {description: sha256 of the manifest (model_files_manifest.py)., type: str}
-preflight: {description: "C(need_bytes), C(free_bytes): bytes to fetch and free space (null when nothing was needed).", type: dict}
-files_count: {description: Files in the manifest., type: int}
-pending: {description: "In check mode: files would be fetched or repaired (the play's quick check before a background job).", type: bool}
-bytes: {description: Bytes in the manifest., type: int}
+path: {description: The revision directory., type: str, returned: always}
+revision: {description: The commit sha., type: str, returned: always}
+fetched_bytes: {description: Bytes of the files written by this run (a resumed file counts whole)., type: int, returned: always}
+seconds: {description: Wall time of the run., type: float, returned: always}
+repaired: {description: Files found missing or changed and fetched again., type: list, elements: str, returned: always}
+manifest_digest: {description: sha256 of the manifest (model_files_manifest.py)., type: str, returned: always}
+preflight: {description: "C(need_bytes), C(free_bytes): bytes to fetch and free space (null when nothing was needed).", type: dict,
+            returned: always}
+files_count: {description: Files in the manifest., type: int, returned: always}
+pending: {description: "In check mode: files would be fetched or repaired (the play's quick check before a background job).", type: bool,
+          returned: in check mode, and when the revision was found in place}
+bytes: {description: Bytes in the manifest., type: int, returned: always}
 """
 
 import os

@@ -11,23 +11,48 @@ DOCUMENTATION = r"""
 module: model_files_follow
 short_description: Follow a model_files_fetch that runs in the background (async)
 description:
-  - Waits up to I(wait) seconds for the async job whose status is I(results_file) to end, then says how far its transfer
+  - "Waits up to I(wait) seconds for the async job whose status is I(results_file) to end, then says how far its transfer
     got, measured from the files on disk against what the fetch said it would fill
     (I(progress_file)): bytes and files done of the total, the rate, the time left, as
     C(progress_line). Meant for C(until: result.job_done) with C(retries); the play's
-    C(sglang_progress) callback shows the line on each retry. Changes nothing.
+    C(sglang_progress) callback shows the line on each retry. Changes nothing."
   - The job's status file is the one the async task returned (C(results_file)), read as
     C(ansible.builtin.async_status) reads it; collect the job's result with that module after.
 options:
   results_file: {type: path, required: true, description: The C(results_file) the async fetch task returned.}
   progress_file: {type: path, required: true, description: The fetch's I(progress_file).}
   wait: {type: int, default: 10, description: Seconds to wait before answering while the job runs.}
+author: [sglang_deploy contributors]
+"""
+
+EXAMPLES = r"""
+- name: Fetch the revision in the background
+  sglang.deploy.model_files_fetch:
+    repo_id: nvidia/Qwen3.5-397B-A17B-NVFP4
+    revision: "{{ model_files_revision }}"
+    root: /data/models
+    progress_file: /run/sglang-deploy/model-fetch.progress
+  async: 7200
+  poll: 0
+  register: _fetch_job
+
+- name: Follow it (bytes and files of the total, rate, time left)
+  sglang.deploy.model_files_follow:
+    results_file: "{{ _fetch_job.results_file }}"
+    progress_file: /run/sglang-deploy/model-fetch.progress
+    wait: 10
+  register: _followed
+  until: _followed is failed or _followed.job_done
+  retries: 722
+  delay: 0
 """
 
 RETURN = r"""
-job_done: {description: "The job ended (successfully or not); not C(finished), a key Ansible keeps for async results.", type: bool}
-progress_line: {description: "How far the transfer got, or what the job is doing before it transfers.", type: str}
-progress: {description: "C(bytes_done), C(bytes_total), C(files_done), C(files_total) (empty before the transfer).", type: dict}
+job_done: {description: "The job ended (successfully or not); not C(finished), a key Ansible keeps for async results.", type: bool,
+           returned: always}
+progress_line: {description: "How far the transfer got, or what the job is doing before it transfers.", type: str, returned: always}
+progress: {description: "C(bytes_done), C(bytes_total), C(files_done), C(files_total) (empty before the transfer).", type: dict,
+           returned: always}
 """
 
 import time

@@ -28,10 +28,28 @@ options:
     elements: str
     default: []
   unit_path: {description: "The server's unit; a revision its text names is in use.", type: path}
-  release_fact: {description: "sglang_release's index; missing or unreadable: protects nothing more.", type: path}
-  release_dir: {description: "sglang_release's release directory.", type: path}
+  release_fact: {description: "sglang_release's index; missing or unreadable: protects nothing more.", type: path,
+                 default: /etc/ansible/facts.d/sglang_release.fact}
+  release_dir: {description: "sglang_release's release directory.", type: path, default: /var/lib/sglang-deploy/releases}
   keep_variable: {description: The variable that set I(keep), named in the reasons, type: str, default: model_files_keep_revisions}
 author: sglang-deploy
+"""
+
+EXAMPLES = r"""
+- name: Choose the revisions of this model that nothing uses
+  sglang.deploy.model_files_prune_plan:
+    root: /data/models
+    name: Qwen3.5-397B-A17B-NVFP4
+    keep: 1
+    protect: ["{{ model_files_fetched.path }}"]
+    unit_path: /etc/systemd/system/sglang.service
+  register: _model_files_prune
+
+- name: Remove them
+  ansible.builtin.file:
+    path: "{{ item }}"
+    state: absent
+  loop: "{{ _model_files_prune.remove }}"
 """
 
 RETURN = r"""
@@ -43,6 +61,10 @@ remove:
 kept:
   description: Every other directory, with the reason it stays.
   type: dict
+  returned: always
+msg:
+  description: One line summary.
+  type: str
   returned: always
 """
 

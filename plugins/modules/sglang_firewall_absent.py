@@ -8,10 +8,10 @@ DOCUMENTATION = r"""
 module: sglang_firewall_absent
 short_description: Remove the SGLang port's nftables firewall (unit, ruleset file, live table)
 description:
-  - What C(sglang_firewall_enabled: false) means on a host: when the firewall's unit exists it is
+  - "What C(sglang_firewall_enabled: false) means on a host: when the firewall's unit exists it is
     stopped (its ExecStop deletes the table) and disabled, the unit and the ruleset file are
     removed (then a daemon-reload), and a table still in the running ruleset (loaded without
-    the unit) is deleted.
+    the unit) is deleted."
   - On a host that never had the firewall this is one read-only call and reports no change.
   - Check mode reports what would be removed and removes nothing.
 options:
@@ -39,7 +39,7 @@ author: sglang-deploy
 
 EXAMPLES = r"""
 - name: Remove the firewall
-  sglang_firewall_absent:
+  sglang.deploy.sglang_firewall_absent:
     service: sglang-firewall
     ruleset_path: /etc/nftables.d/sglang-firewall.nft
     table: sglang_firewall

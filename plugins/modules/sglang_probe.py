@@ -26,7 +26,7 @@ description:
   - The concurrency sweep runs C(python -m sglang.benchmark.serving) from the host's ML
     environment and parses its JSON; when that cannot run it falls back to its own sweep and
     says so in the result.
-  - Check mode runs the same requests: they change nothing on the host.
+  - "Check mode runs the same requests: they change nothing on the host."
 options:
   base_url: {description: Server URL as seen from the host., type: str, default: "http://127.0.0.1:30000"}
   api_key: {description: Bearer token when the server has C(--api-key)., type: str}
@@ -59,7 +59,7 @@ author: [sglang_deploy]
 
 EXAMPLES = r"""
 - name: Quick gate figures
-  sglang_probe:
+  sglang.deploy.sglang_probe:
     base_url: http://127.0.0.1:30000
     checks: [health, drift, probes, single_stream]
     probes:

@@ -79,7 +79,7 @@ author: [sglang_deploy]
 
 EXAMPLES = r"""
 - name: Record the release the host serves now
-  sglang_release:
+  sglang.deploy.sglang_release:
     state: record
     unit_path: /etc/systemd/system/sglang.service
     env_path: /etc/sglang/sglang.env
@@ -87,7 +87,7 @@ EXAMPLES = r"""
     args: "{{ sglang_server_flags }}"
 
 - name: Find the previous release
-  sglang_release:
+  sglang.deploy.sglang_release:
     state: resolve
     target: previous
   register: release

@@ -65,7 +65,7 @@ author: [sglang_deploy]
 
 EXAMPLES = r"""
 - name: Take this host out of the router before its restart
-  sglang_router_worker:
+  sglang.deploy.sglang_router_worker:
     router_url: http://router.example:30000
     worker_url: "http://{{ ansible_host }}:30000"
     state: absent
@@ -73,7 +73,7 @@ EXAMPLES = r"""
   delegate_to: localhost
 
 - name: Put it back once it passed its gate
-  sglang_router_worker:
+  sglang.deploy.sglang_router_worker:
     router_url: http://router.example:30000
     worker_url: "http://{{ ansible_host }}:30000"
     state: present

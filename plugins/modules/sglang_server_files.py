@@ -44,8 +44,9 @@ options:
       markers:
         description:
           - Lines that mark the file as the role's own (a line of the file starts with one of
-            them). An existing file without any is reported in I(foreign): the role must not
-            replace a file it did not write (a unit of the system's under the same name).
+            them).
+          - "An existing file without any is reported in I(foreign): the role must not replace a
+            file it did not write (a unit of the system's under the same name)."
         type: list
         elements: str
 author: sglang-deploy
@@ -53,7 +54,7 @@ author: sglang-deploy
 
 EXAMPLES = r"""
 - name: Would the unit change?
-  sglang_server_files:
+  sglang.deploy.sglang_server_files:
     files:
       - path: /etc/systemd/system/sglang.service
         sha256: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') | hash('sha256') }}"

@@ -60,8 +60,9 @@ options:
     description:
       - Seconds after which a call that is still waiting returns (C(ready=false)) with a
         C(progress_line) (elapsed time and the server's newest journal line), for a task that
-        repeats it with C(until) and C(retries); 0 waits the whole I(timeout) in one call. The
-        calls of one wait share I(wait_id): the start, the restart count and the clock carry over.
+        repeats it with C(until) and C(retries); 0 waits the whole I(timeout) in one call.
+      - "The calls of one wait share I(wait_id): the start, the restart count and the clock carry
+        over."
     type: int
     default: 0
   wait_id:
@@ -74,18 +75,18 @@ options:
     default: /run/sglang-deploy
   start_log:
     description:
-      - JSON-lines file on the host where each start this call saw (I(restarted), or started
+      - "JSON-lines file on the host where each start this call saw (I(restarted), or started
         here) is appended: time, seconds to the first answer, the generation, and C(cold) (no
         earlier start of this generation in the log: its caches were empty) or C(warm) (they
         hold what the earlier starts compiled); C(unknown) without a generation. The newest 50
-        are kept.
+        are kept."
     type: path
 author: sglang-deploy
 """
 
 EXAMPLES = r"""
 - name: Wait until the server generates
-  sglang_server_wait:
+  sglang.deploy.sglang_server_wait:
     unit: sglang.service
     url: http://127.0.0.1:30000/health_generate
     timeout: 1800
@@ -106,9 +107,9 @@ elapsed:
   returned: success
 start_seconds:
   description:
-    - Seconds from the start of the unit's main process (systemd's ExecMainStartTimestamp) to the
+    - "Seconds from the start of the unit's main process (systemd's ExecMainStartTimestamp) to the
       first answer of the readiness URL: the server's start time when this call saw it start
-      (after a restart, or started here); for a server that was serving already, its age.
+      (after a restart, or started here); for a server that was serving already, its age."
   type: float
   returned: success
 started:

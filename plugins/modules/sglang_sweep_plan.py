@@ -20,8 +20,8 @@ description:
     flags redacted, an abbreviation resolved through I(catalog_options) first, the start of every
     run, this run's deadline), keeping the first run's start and an earlier ranking. Labels show a
     secret flag's value as C(<redacted>) (plugins/module_utils/sglang_sweep_redact.py).
-  - A candidate whose record there says it finished (any outcome) is in C(done), not in C(todo):
-    a resumed sweep runs only the rest.
+  - "A candidate whose record there says it finished (any outcome) is in C(done), not in C(todo):
+    a resumed sweep runs only the rest."
   - In check mode the plan is computed and nothing is written.
 options:
   host: {description: Inventory name of the canary host., type: str, required: true}
@@ -42,7 +42,7 @@ author: [sglang_deploy]
 
 EXAMPLES = r"""
 - name: Plan the sweep
-  sglang_sweep_plan:
+  sglang.deploy.sglang_sweep_plan:
     host: "{{ inventory_hostname }}"
     report_dir: "{{ sglang_sweep_report_dir }}"
     sweep_name: "{{ sweep_name }}"

@@ -12,9 +12,9 @@ DOCUMENTATION = r"""
 module: sglang_sweep_record
 short_description: Record one SGLang sweep candidate (running, then its outcome)
 description:
-  - With I(status=running), before the candidate's server is started, writes
+  - "With I(status=running), before the candidate's server is started, writes
     C(<report_dir>/<sweep_name>/<host>/candidate-<key>.json) with C(status: running): a play
-    interrupted from here on leaves a record that a resumed sweep runs again.
+    interrupted from here on leaves a record that a resumed sweep runs again."
   - With I(status=finished), classifies the candidate from what the play registered for it
     (plugins/module_utils/sglang_sweep_classify.py) and writes the record with its
     outcome (rejected, crashed, hung, wrong or working), the reason, the details (rule, journal
@@ -40,7 +40,7 @@ author: [sglang_deploy]
 
 EXAMPLES = r"""
 - name: Record the candidate's outcome
-  sglang_sweep_record:
+  sglang.deploy.sglang_sweep_record:
     host: "{{ inventory_hostname }}"
     report_dir: "{{ sglang_sweep_report_dir }}"
     sweep_name: "{{ sweep_name }}"

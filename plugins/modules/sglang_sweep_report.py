@@ -29,6 +29,16 @@ options:
 author: [sglang_deploy]
 """
 
+EXAMPLES = r"""
+- name: Rank the candidates, write sweep.md, sweep-summary.json and winner.yml
+  sglang.deploy.sglang_sweep_report:
+    host: "{{ inventory_hostname }}"
+    report_dir: "{{ sglang_sweep_report_dir }}"
+    sweep_name: "{{ sweep_name }}"
+  delegate_to: localhost
+  register: sglang_sweep_result
+"""
+
 RETURN = r"""
 lines: {description: Console lines (fixed-width ranked table of every candidate and the winner)., returned: always, type: list, elements: str}
 winner: {description: "The winner's row (key, label, outcome, rank, tie, ties, figures, changes, vs_baseline_pct, beats_baseline, is_baseline, args, env), or null when no candidate worked.", returned: always, type: dict}

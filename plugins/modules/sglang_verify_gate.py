@@ -27,7 +27,7 @@ options:
   host: {description: Inventory name of the verified host., type: str, required: true}
   run_id: {description: Identifier of this run (a timestamp)., type: str, required: true}
   report_dir: {description: Controller directory of reports., type: path, required: true}
-  mode: {description: gate (quick) or full., type: str, default: full}
+  mode: {description: gate (quick) or full., type: str, default: full, choices: [gate, full]}
   result: {description: The sglang_probe module's result., type: dict, required: true}
   failures: {description: The sglang_probe module's failures., type: list, elements: str, default: []}
   expected_args: {description: The inventory flags (hashed into the baseline key)., type: dict, default: {}}
@@ -43,6 +43,23 @@ options:
 author: [sglang_deploy]
 """
 
+EXAMPLES = r"""
+- name: Evaluate the gates against the limits and the accepted results
+  sglang.deploy.sglang_verify_gate:
+    host: "{{ inventory_hostname }}"
+    run_id: "{{ _run_id }}"
+    report_dir: "{{ sglang_verify_report_dir }}"
+    mode: gate
+    result: "{{ _probe.result }}"
+    failures: "{{ _probe.failures }}"
+    expected_args: "{{ sglang_server_args }}"
+    gates:
+      min_decode_tps: 40
+      regression_ratio: 0.9
+  delegate_to: localhost
+  register: _gate
+"""
+
 RETURN = r"""
 passed: {description: Whether every gate passed., returned: always, type: bool}
 failures: {description: Why the host failed, output quoted., returned: always, type: list, elements: str}
@@ -52,6 +69,7 @@ baseline_key: {description: Key of the baseline (flag set, generation, protocol)
 baseline_updated: {description: Whether this result was added to the baseline., returned: always, type: bool}
 baseline_reset: {description: Path the forgotten baseline was renamed to, if any., returned: always, type: str}
 host_report: {description: Path of the host's report file., returned: always, type: str}
+flag_hash: {description: "The hash of the inventory flags (I(expected_args)), part of the baseline key.", returned: always, type: str}
 """
 
 import datetime

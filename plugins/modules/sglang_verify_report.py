@@ -16,15 +16,25 @@ description:
     C(<report_dir>/<run_id>/report.json) and C(summary.md), copies the summary to
     C(<report_dir>/latest.md), and appends each host's figures to C(<report_dir>/history.jsonl)
     unless that run and host are already there (a rolling deploy calls this once per batch).
-  - The summary ends with the sandbox weakenings each host's inventory accepted by name
+  - "The summary ends with the sandbox weakenings each host's inventory accepted by name
     (C(context.sandbox_weakenings) of the host record: roles/sglang_server's
-    C(sglang_server_allow_weaker_sandbox)), when there are any.
+    C(sglang_server_allow_weaker_sandbox)), when there are any."
   - In check mode nothing is written.
 options:
   run_id: {description: Identifier of the run., type: str, required: true}
   report_dir: {description: Controller directory of reports., type: path, required: true}
   prometheus_url: {description: "Base URL of a Prometheus that scrapes the hosts; the summary links its graphs for the run's time window (empty: no links).", type: str, default: ""}
 author: [sglang_deploy]
+"""
+
+EXAMPLES = r"""
+- name: Write report.json, summary.md and the history on the controller
+  sglang.deploy.sglang_verify_report:
+    run_id: "{{ _run_id }}"
+    report_dir: "{{ sglang_verify_report_dir }}"
+    prometheus_url: http://prometheus.example:9090
+  delegate_to: localhost
+  run_once: true
 """
 
 RETURN = r"""
