@@ -229,6 +229,5 @@ class FilterModule:
         return {
             "sglang_firewall_sources": sglang_firewall_sources,
             "sglang_firewall_sets": sglang_firewall_sets,
-            "sglang_firewall_wildcard": sglang_firewall_wildcard,
             "sglang_firewall_findings": sglang_firewall_findings,
         }

@@ -285,6 +285,4 @@ class FilterModule:
         return {
             "sglang_flags_check": sglang_flags_check,
             "sglang_flags_host_rules": sglang_flags_host_rules,
-            "sglang_flags_validate_rules": sglang_flags_validate_rules,
-            "sglang_version_compare": sglang_version_compare,
         }

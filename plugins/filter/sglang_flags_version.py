@@ -56,8 +56,8 @@ def is_version(text) -> bool:
 
 
 class FilterModule:
-    """Loaded by Ansible like every file here; the filter itself is published by
-    sglang_flags_rules.py (sglang_version_compare)."""
+    """Loaded by Ansible like every file here; publishes nothing: the rules' evaluator and the
+    catalogs call these functions from Python."""
 
     def filters(self):
         return {}

@@ -6,9 +6,9 @@
 - sglang_monitoring_hosts(hostnames, hostvars, defaults): one plain dict per SGLang host
   (address, port, labels, the thresholds of its alert rules), read from the host's own variables;
   its flags through the one flag model (launch_flags), as its unit is rendered from them.
-- sglang_monitoring_flag_hash(args): the flag-set hash the speed gates key their baselines by,
-  from the one flag model (plugins/module_utils/sglang_flags_model.py at the repository's root: flag
-  names folded, false/null dropped, secrets left out).
+- flag_hash(args), a function of the entries (not a filter): the flag-set hash the speed gates
+  key their baselines by, from the one flag model (plugins/module_utils/sglang_flags_model.py:
+  flag names folded, false/null dropped, secrets left out).
 
 Pure functions (unit tests: tests/unit/test_sglang_monitoring_hosts.py).
 """
@@ -174,5 +174,4 @@ class FilterModule(object):
     def filters(self):
         return {
             "sglang_monitoring_hosts": hosts,
-            "sglang_monitoring_flag_hash": flag_hash,
         }
