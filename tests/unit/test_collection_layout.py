@@ -8,6 +8,8 @@
   roles/*/filter_plugins, a top-level module_utils/, ...): plugins live in plugins/;
 - every task that calls a module of plugins/modules calls it as sglang.deploy.<name>, and every
   use of a filter that plugins/filter exports is spelled sglang.deploy.<name>;
+- every filter plugins/filter exports is used by a YAML or Jinja file outside tests/ (the tests
+  call the Python functions, they need no export);
 - no ansible-lint noqa silences an fqcn rule, and .ansible-lint skips none.
 
 This file is left out of the Python scan: it names the loaders it looks for."""
@@ -139,10 +141,10 @@ def module_calls():
                     yield rel(path), task.get("name", "(unnamed)"), name
 
 
-def filter_uses():
-    """(file:line, filter name as written) for every use of a filter the collection exports, or of
-    any name in the collection's namespace, in YAML and Jinja templates."""
-    filters = filter_names()
+def filter_uses(filters=None):
+    """(file:line, filter name as written) for every use of a filter the collection exports (or of
+    these filters), or of any name in the collection's namespace, in YAML and Jinja templates."""
+    filters = filter_names() if filters is None else set(filters)
     for path in repo_files(["."], (".yml", ".yaml", ".j2")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             for match in FILTER_USE.finditer(line):
@@ -191,6 +193,23 @@ def test_every_filter_of_the_collection_is_used_by_its_fqcn():
              if use[1] != FQCN + use[1].rsplit(".", 1)[-1] or use[1].rsplit(".", 1)[-1] not in filters]
     assert not wrong, "use the collection's filters as sglang.deploy.<name> (plugins/filter): %s" % wrong
     assert uses, "the scan found no use of the collection's filters in YAML or templates"
+
+
+def unused_filters(filters):
+    """The filters no YAML or Jinja file outside tests/ uses."""
+    used = {name.rsplit(".", 1)[-1] for where, name in filter_uses(filters) if not where.startswith("tests/")}
+    return sorted(set(filters) - used)
+
+
+def test_every_filter_of_the_collection_is_used_outside_the_tests():
+    unused = unused_filters(filter_names())
+    assert not unused, "plugins/filter exports filters that no playbook, role or template uses: %s" % unused
+
+
+def test_an_export_only_the_tests_use_is_refused():
+    """sglang_version_compare is a Python function the tests call, used by no YAML."""
+    assert unused_filters(["sglang_flags_check", "sglang_version_compare"]) == ["sglang_version_compare"]
+    assert "sglang_version_compare" in (ROOT / "tests" / "unit" / "test_sglang_flags_filters.py").read_text()
 
 
 def test_no_noqa_silences_an_fqcn_rule():
