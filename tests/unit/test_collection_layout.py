@@ -17,6 +17,7 @@ This file is left out of the Python scan: it names the loaders it looks for."""
 import ast
 import importlib
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -169,9 +170,14 @@ def test_no_python_file_loads_python_by_its_path():
 
 
 def test_no_plugin_folder_beside_a_role_or_a_playbook():
-    places = [ROOT, ROOT / "playbooks", *sorted((ROOT / "roles").iterdir()),
-              *sorted((ROOT / "molecule").iterdir())]
-    found = [rel(place / name) for place in places for name in PLUGIN_FOLDERS if (place / name).exists()]
+    """Tracked files only: a folder left behind by an older checkout holds nothing but
+    __pycache__, which git neither tracks nor Ansible loads a plugin from."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    folders = {str(Path(path).parent) for path in tracked}
+    places = ["", "playbooks/", *sorted("roles/%s/" % p.name for p in (ROOT / "roles").iterdir()),
+              *sorted("molecule/%s/" % p.name for p in (ROOT / "molecule").iterdir())]
+    found = sorted({folder for folder in folders for place in places for name in PLUGIN_FOLDERS
+                    if folder == place + name or folder.startswith(place + name + "/")})
     assert not found, "plugins belong in plugins/ (modules, module_utils, filter, callback): %s" % found
 
 
