@@ -82,21 +82,36 @@ def _read_json(path):
         return json.load(handle)
 
 
+# the type of each key an index may hold (a missing key, or null, reads as empty)
+_INDEX_TYPES = dict([(slot, str) for slot in SLOTS] + [(slot + "_generation", str) for slot in SLOTS]
+                    + [(slot + "_args", dict) for slot in SLOTS] + [("history", list), ("generations", dict)])
+
+
+def _load_index(fact):
+    """(data, problem): the index's JSON object and '' when it can be used; ({}, '') when it is
+    missing (no release recorded yet); ({}, why) when it is unreadable, not JSON, not an object
+    or holds a key of the wrong type."""
+    if not os.path.lexists(fact):
+        return {}, ""
+    try:
+        data = _read_json(fact)
+    except (OSError, ValueError) as exc:
+        return {}, "cannot be read as JSON (%s)" % exc
+    if not isinstance(data, dict):
+        return {}, "is not a JSON object (%s)" % type(data).__name__
+    wrong = sorted(key for key, kind in _INDEX_TYPES.items()
+                   if data.get(key) is not None and not isinstance(data[key], kind))
+    return (({}, "has keys of the wrong type: %s" % ", ".join(wrong)) if wrong else (data, ""))
+
+
 def read_index(fact, strict=True):
-    """The index with every key present. A missing file is an empty index; an unreadable one
-    raises (strict) or reads as empty."""
-    data = {}
-    if os.path.exists(fact):
-        try:
-            data = _read_json(fact)
-        except (OSError, ValueError) as exc:
-            data = exc
-        if not isinstance(data, dict):
-            if strict:
-                raise ReleaseStateError(
-                    "%s is not a JSON object (%s). Fix: move it aside; the release copies under the "
-                    "release directory stay, and the next record writes a new index." % (fact, data))
-            data = {}
+    """The index with every key present. A missing file is an empty index; an unreadable or
+    malformed one raises (strict) or reads as empty."""
+    data, problem = _load_index(fact)
+    if problem and strict:
+        raise ReleaseStateError(
+            "%s %s. Fix: move it aside; the release copies under the release directory stay, and "
+            "the next record writes a new index." % (fact, problem))
     index = {"history": [], "generations": {}}
     for slot in SLOTS:
         index[slot] = data.get(slot) or ""
@@ -200,11 +215,26 @@ def _named(index):
     return names
 
 
+def _index_to_protect(release_dir, fact, what):
+    """The index a prune protects `what` by. A missing one (a fresh host) is empty; an unreadable
+    or malformed one raises, since reading it as empty would protect nothing and let the prune
+    remove what a recorded release runs."""
+    problem = _load_index(fact)[1]
+    if problem:
+        raise ReleaseStateError(
+            "the release index %s %s, so the %s of the recorded releases are unknown and nothing was "
+            "removed. Fix: repair the file (a JSON object: current, previous, history, generations; "
+            "the copies under %s name each release's generation and flags), or restore it from a "
+            "backup; moving it aside makes the next prune protect no release at all." % (fact, problem, what, release_dir))
+    return read_index(fact)
+
+
 def protected_generations(release_dir, fact):
     """{generation: [release ids]} for every release the index names. Each source of a release's
     generation counts (release.json, the environment copy, the index), so none is ever pruned
-    while a release that runs it is kept. An unreadable index protects nothing."""
-    index = read_index(fact, strict=False)
+    while a release that runs it is kept. A missing index protects nothing; an unreadable or
+    malformed one raises ReleaseStateError."""
+    index = _index_to_protect(release_dir, fact, "ml_env generations")
     found = {}
 
     def add(generation, rid):
@@ -223,8 +253,8 @@ def protected_generations(release_dir, fact):
 def protected_model_paths(release_dir, fact):
     """{model-path: [release ids]}: the model directory every release the index names runs
     (its recorded flags), so that no model revision is removed while a release that loads it is
-    kept. An unreadable index protects nothing."""
-    index = read_index(fact, strict=False)
+    kept. A missing index protects nothing; an unreadable or malformed one raises ReleaseStateError."""
+    index = _index_to_protect(release_dir, fact, "model directories")
     found = {}
 
     def add(args, rid):
