@@ -9,8 +9,8 @@ content hash of both files, as roles/sglang_release has always named releases.
 
 The local fact (``/etc/ansible/facts.d/sglang_release.fact``) is the index: ``current`` and
 ``previous`` (ids, with their ``*_generation`` and ``*_args``), ``history`` (the last ``keep``
-ids, newest first) and ``generations`` ({id: generation}). Every write is atomic (a temporary
-file in the same directory, then os.replace). Releases recorded before release.json existed
+ids, newest first) and ``generations`` ({id: generation}). Every write is atomic
+(plugins/module_utils/sglang_verify_store.py). Releases recorded before release.json existed
 are read from their environment copy and the index.
 
 Shipped with plugins/modules/sglang_release.py and
@@ -24,10 +24,10 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_bytes
 
 __metaclass__ = type
 
@@ -271,30 +271,13 @@ def protected_model_paths(release_dir, fact):
 
 # --- writing ------------------------------------------------------------------------------------
 
-def _write_atomic(path, data, mode):
-    """Write bytes to path through a temporary file in the same directory and os.replace: a
-    reader sees the old content or the new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix="." + os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _dump(data):
     return (json.dumps(data, indent=4, sort_keys=True, separators=(",", ": ")) + "\n").encode("utf-8")
 
 
 def write_index(fact, index):
     os.makedirs(os.path.dirname(fact) or ".", mode=0o755, exist_ok=True)
-    _write_atomic(fact, _dump(index), 0o644)
+    write_bytes(fact, _dump(index), 0o644)
 
 
 def _with_current(release_dir, index, rid, generation, args, keep):
@@ -344,7 +327,7 @@ def record(release_dir, fact, unit_path, env_path, generation, args, keep, check
         os.makedirs(os.path.dirname(copy_unit), mode=0o700, exist_ok=True)
         os.chmod(os.path.dirname(copy_unit), 0o700)
         for path, data in stale:
-            _write_atomic(path, data, 0o600)
+            write_bytes(path, data, 0o600)
         write_index(fact, new)
     if quality and os.path.isfile(quality) and not check_mode:
         os.unlink(quality)
