@@ -33,8 +33,6 @@ makes the server verify the files against it when it loads them.
   changed ones are returned.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import datetime
 import fnmatch
 import hashlib

@@ -17,8 +17,6 @@ Shipped with plugins/modules/sglang_release.py and
 plugins/modules/ml_env_prune_plan.py (ansible.cfg ``module_utils``). Standard library only.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import base64
 import hashlib
 import json
@@ -28,8 +26,6 @@ import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_bytes
-
-__metaclass__ = type
 
 # where roles/sglang_release keeps them (sglang_release_dir, sglang_release_fact)
 RELEASE_DIR = "/var/lib/sglang-deploy/releases"

@@ -7,10 +7,6 @@
 # through the environment (OPENAI_API_KEY, which the evaluator's client sends), never argv.
 """gsm8k accuracy of a running server, and its floors."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import math
 import os
 import re

@@ -4,10 +4,6 @@
 # generations of sglang_release's releases come from plugins/module_utils/sglang_release_state.py.
 # Standard library only.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: ml_env_prune_plan

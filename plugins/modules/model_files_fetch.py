@@ -4,10 +4,6 @@
 # the path source needs the standard library only. Manifest and stamp:
 # plugins/module_utils/model_files_manifest.py; Hub client: model_files_hub.py beside it.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: model_files_fetch

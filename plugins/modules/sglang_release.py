@@ -4,10 +4,6 @@
 # itself (release directory, release.json, the index in the local fact) is
 # plugins/module_utils/sglang_release_state.py. Standard library only.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_release
