@@ -88,6 +88,7 @@ def bench_serving(args, model, tokenizer):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--url", default="http://127.0.0.1:30000")
+    # the hosts' python (roles/sglang_defaults: sglang_defaults_python), as the role runs it
     ap.add_argument("--bench-python", default="/root/ml-env/bin/python")
     ap.add_argument("--tokenizer", help="model directory (default: /server_info model_path)")
     ap.add_argument("--backend", default="sglang-oai-chat")

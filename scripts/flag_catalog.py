@@ -36,6 +36,9 @@ import re
 import sys
 import zipfile
 
+# the requirement parser of the collection (importable from the venv: scripts/collections.sh)
+from ansible_collections.sglang.deploy.plugins.filter.sglang_flags_requirements import canonical_package, parse_requirement
+
 SERVER_ARGS = "sglang/srt/server_args.py"
 PINNED = ("torch", "torchvision", "torchaudio", "flashinfer-python", "flashinfer-cubin",
           "flashinfer-jit-cache", "sglang-kernel", "sgl-kernel")
@@ -79,14 +82,11 @@ def requires(wheel):
     """{name: specifier} of the PINNED distributions sglang requires without an extra."""
     out = {}
     for line in wheel.metadata().get_all("Requires-Dist") or []:
-        spec, _, marker = line.partition(";")
-        if "extra" in marker:
+        req = parse_requirement(line)
+        if req is None or (req.marker is not None and "extra" in str(req.marker)):
             continue
-        m = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*\(?([^)]*)\)?\s*$", spec)
-        if m:
-            name = re.sub(r"[-_.]+", "-", m.group(1)).lower()
-            if name in PINNED and m.group(2).strip():
-                out[name] = m.group(2).replace(" ", "")
+        if canonical_package(req.name) in PINNED and req.specifier:
+            out[canonical_package(req.name)] = str(req.specifier)
     return out
 
 

@@ -23,7 +23,6 @@ import argparse
 import glob
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as R
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_deploy as D
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as Q
 
 
 def _yaml_dir(directory):
@@ -131,9 +131,9 @@ def default_changes(args, old, new):
 def _pins(prof):
     pins = {}
     for req in _packages(prof):
-        m = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s;,#]+)", str(req))
-        if m:
-            pins[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+        parsed = Q.parse_requirement(req)
+        if Q.exact_pin(parsed):
+            pins[Q.canonical_package(parsed.name)] = Q.exact_pin(parsed)
     return pins
 
 

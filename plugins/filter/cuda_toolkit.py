@@ -6,16 +6,9 @@
 Pure functions (unit tests: tests/unit/test_cuda_toolkit_filters.py).
 """
 
-from __future__ import absolute_import, division, print_function
-
 import re
 
-__metaclass__ = type
-
-try:
-    from ansible.errors import AnsibleFilterError
-except ImportError:  # pragma: no cover - only outside Ansible
-    AnsibleFilterError = ValueError
+from ansible.errors import AnsibleFilterError
 
 # NVIDIA's apt repositories under developer.download.nvidia.com/compute/cuda/repos/ that this
 # role supports: (ansible_distribution, major version) -> directory name.

@@ -22,12 +22,10 @@ applies (as files/sglang_preflight.py does for the ``host`` rules):
 
 from __future__ import annotations
 
-import re
-
-
 # siblings of the collection, imported by name
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_version as _versions
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as _renderer
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as _reqs
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm as _sm
 
 DEPLOY_INPUTS = ("ml_env_packages", "ml_env_packages_nodeps", "ml_env_index_url",
@@ -41,28 +39,16 @@ NVFP4_MOE_FLASHINFER_MIN = "0.6.7"
 NVFP4_MOE_CUDA_MIN = "13.0"
 NVFP4_QUANTIZATIONS = ("modelopt_fp4", "modelopt_mixed", "nvfp4_online", "petit_nvfp4")
 FLASHINFER_MOE_RUNNERS = ("", "auto", "flashinfer_cutlass")
-_REQ = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)")
-
-
-def _canonical(name) -> str:
-    return re.sub(r"[-_.]+", "-", str(name)).lower()
 
 
 def _requirements(inputs) -> list:
-    """(name, specifier text, requirement) of every requirement line of the spec."""
+    """(canonical name, exact pin or "", line) of every requirement line of the spec."""
     out = []
     for req in list(inputs.get("ml_env_packages") or []) + list(inputs.get("ml_env_packages_nodeps") or []):
-        text = str(req).strip()
-        m = _REQ.match(text)
-        if m and not text.startswith(("-", "#")):
-            out.append((_canonical(m.group("name")), m.group("spec").strip(), text))
+        parsed = _reqs.parse_requirement(req)
+        if parsed is not None:
+            out.append((_reqs.canonical_package(parsed.name), _reqs.exact_pin(parsed), str(req).strip()))
     return out
-
-
-def _exact(spec) -> str:
-    """The version of an exact pin (``==X`` / ``===X``), else ""."""
-    m = re.fullmatch(r"===?\s*([^\s,]+)", spec.strip())
-    return m.group(1) if m and _versions.is_version(m.group(1)) else ""
 
 
 def _at_least(version, minimum) -> bool:
@@ -76,10 +62,9 @@ def _cubin_hits(inputs) -> list:
     if any(str(s).strip().rstrip("/") == CUBIN_ROOT_INDEX for s in sources):
         return []
     hits = []
-    for name, spec, text in _requirements(inputs):
+    for name, pinned, text in _requirements(inputs):
         if name != "flashinfer-cubin":
             continue
-        pinned = _exact(spec)
         if not pinned or _at_least(pinned, CUBIN_ROOT_ONLY_FROM):
             hits.append(text)
     return hits
@@ -90,10 +75,10 @@ def _cudnn_unchecked(inputs, args) -> str:
     else ""."""
     if str((args or {}).get("fp4-gemm-backend", "")).lower() != "flashinfer_cudnn":
         return ""
-    minimum = {_canonical(k): str(v) for k, v in (inputs.get("ml_env_min_versions") or {}).items()}
+    minimum = {_reqs.canonical_package(k): str(v) for k, v in (inputs.get("ml_env_min_versions") or {}).items()}
     if any(k.startswith("nvidia-cudnn") and _at_least(v, CUDNN_MIN) for k, v in minimum.items()):
         return ""
-    pins = [(n, _exact(s)) for n, s, _ in _requirements(inputs) if n.startswith("nvidia-cudnn")]
+    pins = [(n, v) for n, v, _ in _requirements(inputs) if n.startswith("nvidia-cudnn")]
     if any(v and _at_least(v, CUDNN_MIN) for _, v in pins):
         return ""
     return ", ".join(f"{n}=={v}" if v else n for n, v in pins) or "cuDNN comes in with torch, unpinned"
@@ -113,8 +98,8 @@ def _nvfp4_moe_unfixed(inputs, args, sm) -> dict:
     moe = str((args or {}).get("moe-runner-backend", "")).lower()
     if quantization not in NVFP4_QUANTIZATIONS or moe not in FLASHINFER_MOE_RUNNERS:
         return {}
-    why = [f"flashinfer-python=={v}" for n, s, _ in _requirements(inputs) if n == "flashinfer-python"
-           for v in [_exact(s)] if v and not _at_least(v, NVFP4_MOE_FLASHINFER_MIN)]
+    why = [f"flashinfer-python=={v}" for n, v, _ in _requirements(inputs) if n == "flashinfer-python"
+           and v and not _at_least(v, NVFP4_MOE_FLASHINFER_MIN)]
     cuda = str(inputs.get("cuda_toolkit_version") or "").strip()
     if cuda and _versions.is_version(cuda) and not _at_least(cuda, NVFP4_MOE_CUDA_MIN):
         why.append(f"cuda_toolkit_version {cuda}")

@@ -12,19 +12,9 @@ scrape_configs}, where `hosts` is the output of sglang_monitoring_hosts
 Pure function (unit tests: tests/unit/test_sglang_monitoring_config.py).
 """
 
-from __future__ import absolute_import, division, print_function
+from urllib.parse import urlsplit
 
-try:
-    from urllib.parse import urlsplit
-except ImportError:  # pragma: no cover - Python 2
-    from urlparse import urlsplit
-
-__metaclass__ = type
-
-try:
-    from ansible.errors import AnsibleFilterError
-except ImportError:  # pragma: no cover - only outside Ansible
-    AnsibleFilterError = ValueError
+from ansible.errors import AnsibleFilterError
 
 JOB_SGLANG = "sglang"
 JOB_ROUTER = "sglang-router"

@@ -13,17 +13,10 @@
 Pure functions (unit tests: tests/unit/test_sglang_monitoring_hosts.py).
 """
 
-from __future__ import absolute_import, division, print_function
-
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-__metaclass__ = type
-
-try:
-    from ansible.errors import AnsibleFilterError
-except ImportError:  # pragma: no cover - only outside Ansible
-    AnsibleFilterError = ValueError
+from ansible.errors import AnsibleFilterError
 
 
 # the one flag model (plugins/module_utils/sglang_flags_model.py)

@@ -14,10 +14,6 @@ reads: docs/monitoring.md.
 Pure function (promtool tests: tests/prometheus/, run by tests/unit/test_sglang_monitoring_rules.py).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 SG = 'job="sglang"'
 RT = 'job="sglang-router"'
 BY = "host, instance"

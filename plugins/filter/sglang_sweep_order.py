@@ -13,10 +13,6 @@ the sweep file's sweep_allreduce_order ({axis, values: [{value, implementation}]
 allreduce_small_bytes). Pure function (tests/unit/test_sglang_sweep_order.py).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 
 def _same(a, b):
     """Axis values compared as the environment gets them (None = unset, else a string)."""

@@ -10,14 +10,10 @@ mode, the ACS state or the ml_env generation changes: what the bus and the kerne
 PCIe link's current speed is left out (an idle GPU lowers it); its maximum is in.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import hashlib
 import json
 
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_admit_verdict import all_reduce_at, gpu_figures, host_figures
-
-__metaclass__ = type
 
 GPU_KEYS = ("index", "name", "sm", "memory_mib", "bus_id", "pcie_gen_max", "pcie_width_max")
 IMPLS = ("nccl", "symm_mem", "sglang_custom_all_reduce")

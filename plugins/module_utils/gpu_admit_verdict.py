@@ -14,10 +14,6 @@ ECC state, the kernel log's Xid codes in `refuse_xids`, DCGM's diagnostic where 
 measurement step, and H2D/D2H against `link_min_ratio` of what the negotiated link carries.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 # name: (unit, more is better, what it is)
 FIGURES = {
     "h2d_gbps": ("GB/s", True, "host-to-device copy, pinned"),

@@ -8,15 +8,11 @@ the real ones, tests/unit/test_gpu_host_gather_check.py a host faked from fixtur
 parsers of gpu_host_nvidia.py and gpu_host_interconnect.py turn each output into facts.
 """
 
-from __future__ import absolute_import, division, print_function
-
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_interconnect import (
     comm_profile, iommu_state, parse_lspci_acs, parse_topo_matrix, summarize_interconnect, sysfs_bdf)
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_nvidia import (
     QUERY_FIELDS, driver_branch, normalize_gpu, parse_banner_driver_version,
     parse_cuda_driver_version, parse_driver_version_file, parse_modinfo_license, parse_query_csv)
-
-__metaclass__ = type
 
 SCHEMA_VERSION = 1
 

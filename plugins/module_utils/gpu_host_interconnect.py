@@ -10,13 +10,9 @@ Output formats parsed:
   * ``lspci -vvv`` ACSCtl lines, /proc/cmdline and /sys IOMMU group types
 """
 
-from __future__ import absolute_import, division, print_function
-
 import re
 
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_nvidia import ParseError, strip_ansi
-
-__metaclass__ = type
 
 # Path types of `nvidia-smi topo -m`, best (fastest) first. NV# is any bonded NVLink set.
 PATH_RANK = ("NV", "PIX", "PXB", "PHB", "NODE", "SYS")

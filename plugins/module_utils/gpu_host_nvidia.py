@@ -15,11 +15,7 @@ Output formats parsed (as documented by NVIDIA and seen on the H200 fixture):
   * ``modinfo nvidia`` license line ("Dual MIT/GPL" open, "NVIDIA" proprietary)
 """
 
-from __future__ import absolute_import, division, print_function
-
 import re
-
-__metaclass__ = type
 
 # Fields asked of nvidia-smi, in this order. Every one exists on driver branch >= 510.
 QUERY_FIELDS = (

@@ -8,13 +8,9 @@ Errors name the variable, the expected and the found value, and the fix; warning
 conditions that slow the host down.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import re
 
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_nvidia import normalize_sm
-
-__metaclass__ = type
 
 
 def validate_expectations(expected):

@@ -22,8 +22,6 @@ file, or in a message. An endpoint may carry credentials (``https://user:token@m
 and messages name it without them (``public_endpoint``).
 """
 
-from __future__ import absolute_import, division, print_function
-
 import glob
 import hashlib
 import os

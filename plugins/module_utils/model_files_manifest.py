@@ -33,14 +33,14 @@ makes the server verify the files against it when it loads them.
   changed ones are returned.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import datetime
 import fnmatch
 import hashlib
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_text
 
 STAMP = ".sglang-deploy-model.json"
 BOOKKEEPING_PREFIX = ".sglang-deploy-"
@@ -138,14 +138,8 @@ def make_stamp(files, repo, revision, source, verified_at=None, **extra):
 def write_stamp(directory, files, repo, revision, source, verified_at=None, **extra):
     """Write the stamp atomically (temporary file, then rename); returns it."""
     stamp = make_stamp(files, repo, revision, source, verified_at, **extra)
-    path = os.path.join(directory, STAMP)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(stamp, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    # the temporary file (.sglang-deploy-model.json.*.tmp) is bookkeeping the manifest leaves out
+    write_text(os.path.join(directory, STAMP), json.dumps(stamp, indent=2, sort_keys=True) + "\n", mode=0o644)
     return stamp
 
 

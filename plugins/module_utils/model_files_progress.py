@@ -9,8 +9,6 @@ path copy writes ``COPY_TMP`` and renames it. A file counts as done when it has 
 under its own name; the bytes of the temporary files count as they grow.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import os
 import time
 

@@ -19,13 +19,9 @@ ExecStart, the flag rules), and Ansible ships it with the modules that import it
 ``launch_command`` with the same flags. Standard library only.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import hashlib
 import json
 import re
-
-__metaclass__ = type
 
 # Flags whose value is a secret: never shown, never part of the flag hash.
 SECRET_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password", "watermark-config", "watermark-key")

@@ -4,13 +4,9 @@ roles/sglang_verify (through plugins/module_utils/sglang_verify_client.py), the 
 roles/sglang_server and the router calls of roles/sglang_router. Shipped with each module as
 ``ansible.module_utils.sglang_http`` (ansible.cfg module_utils)."""
 
-from __future__ import absolute_import, division, print_function
-
 import json
 import urllib.error
 import urllib.request
-
-__metaclass__ = type
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 

@@ -4,11 +4,7 @@ project's modules: the probe of roles/sglang_verify (speculative accept length) 
 of roles/sglang_router (running, queued and active requests). Shipped with each module as
 ``ansible.module_utils.sglang_prometheus`` (ansible.cfg module_utils)."""
 
-from __future__ import absolute_import, division, print_function
-
 import math
-
-__metaclass__ = type
 
 
 def prometheus_samples(text, names, skip=None):

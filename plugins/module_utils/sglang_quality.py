@@ -14,10 +14,6 @@ Levels: ``same`` (within the run-to-run noise), ``numerics_changed`` (beyond noi
 profile's tolerance for a kernel or precision change), ``degraded`` (beyond it).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 import json
 import math

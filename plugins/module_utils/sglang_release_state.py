@@ -9,27 +9,23 @@ content hash of both files, as roles/sglang_release has always named releases.
 
 The local fact (``/etc/ansible/facts.d/sglang_release.fact``) is the index: ``current`` and
 ``previous`` (ids, with their ``*_generation`` and ``*_args``), ``history`` (the last ``keep``
-ids, newest first) and ``generations`` ({id: generation}). Every write is atomic (a temporary
-file in the same directory, then os.replace). Releases recorded before release.json existed
+ids, newest first) and ``generations`` ({id: generation}). Every write is atomic
+(plugins/module_utils/sglang_verify_store.py). Releases recorded before release.json existed
 are read from their environment copy and the index.
 
 Shipped with plugins/modules/sglang_release.py and
 plugins/modules/ml_env_prune_plan.py (ansible.cfg ``module_utils``). Standard library only.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import base64
 import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
-
-__metaclass__ = type
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_bytes
 
 # where roles/sglang_release keeps them (sglang_release_dir, sglang_release_fact)
 RELEASE_DIR = "/var/lib/sglang-deploy/releases"
@@ -82,21 +78,36 @@ def _read_json(path):
         return json.load(handle)
 
 
+# the type of each key an index may hold (a missing key, or null, reads as empty)
+_INDEX_TYPES = dict([(slot, str) for slot in SLOTS] + [(slot + "_generation", str) for slot in SLOTS]
+                    + [(slot + "_args", dict) for slot in SLOTS] + [("history", list), ("generations", dict)])
+
+
+def _load_index(fact):
+    """(data, problem): the index's JSON object and '' when it can be used; ({}, '') when it is
+    missing (no release recorded yet); ({}, why) when it is unreadable, not JSON, not an object
+    or holds a key of the wrong type."""
+    if not os.path.lexists(fact):
+        return {}, ""
+    try:
+        data = _read_json(fact)
+    except (OSError, ValueError) as exc:
+        return {}, "cannot be read as JSON (%s)" % exc
+    if not isinstance(data, dict):
+        return {}, "is not a JSON object (%s)" % type(data).__name__
+    wrong = sorted(key for key, kind in _INDEX_TYPES.items()
+                   if data.get(key) is not None and not isinstance(data[key], kind))
+    return (({}, "has keys of the wrong type: %s" % ", ".join(wrong)) if wrong else (data, ""))
+
+
 def read_index(fact, strict=True):
-    """The index with every key present. A missing file is an empty index; an unreadable one
-    raises (strict) or reads as empty."""
-    data = {}
-    if os.path.exists(fact):
-        try:
-            data = _read_json(fact)
-        except (OSError, ValueError) as exc:
-            data = exc
-        if not isinstance(data, dict):
-            if strict:
-                raise ReleaseStateError(
-                    "%s is not a JSON object (%s). Fix: move it aside; the release copies under the "
-                    "release directory stay, and the next record writes a new index." % (fact, data))
-            data = {}
+    """The index with every key present. A missing file is an empty index; an unreadable or
+    malformed one raises (strict) or reads as empty."""
+    data, problem = _load_index(fact)
+    if problem and strict:
+        raise ReleaseStateError(
+            "%s %s. Fix: move it aside; the release copies under the release directory stay, and "
+            "the next record writes a new index." % (fact, problem))
     index = {"history": [], "generations": {}}
     for slot in SLOTS:
         index[slot] = data.get(slot) or ""
@@ -200,11 +211,26 @@ def _named(index):
     return names
 
 
+def _index_to_protect(release_dir, fact, what):
+    """The index a prune protects `what` by. A missing one (a fresh host) is empty; an unreadable
+    or malformed one raises, since reading it as empty would protect nothing and let the prune
+    remove what a recorded release runs."""
+    problem = _load_index(fact)[1]
+    if problem:
+        raise ReleaseStateError(
+            "the release index %s %s, so the %s of the recorded releases are unknown and nothing was "
+            "removed. Fix: repair the file (a JSON object: current, previous, history, generations; "
+            "the copies under %s name each release's generation and flags), or restore it from a "
+            "backup; moving it aside makes the next prune protect no release at all." % (fact, problem, what, release_dir))
+    return read_index(fact)
+
+
 def protected_generations(release_dir, fact):
     """{generation: [release ids]} for every release the index names. Each source of a release's
     generation counts (release.json, the environment copy, the index), so none is ever pruned
-    while a release that runs it is kept. An unreadable index protects nothing."""
-    index = read_index(fact, strict=False)
+    while a release that runs it is kept. A missing index protects nothing; an unreadable or
+    malformed one raises ReleaseStateError."""
+    index = _index_to_protect(release_dir, fact, "ml_env generations")
     found = {}
 
     def add(generation, rid):
@@ -223,8 +249,8 @@ def protected_generations(release_dir, fact):
 def protected_model_paths(release_dir, fact):
     """{model-path: [release ids]}: the model directory every release the index names runs
     (its recorded flags), so that no model revision is removed while a release that loads it is
-    kept. An unreadable index protects nothing."""
-    index = read_index(fact, strict=False)
+    kept. A missing index protects nothing; an unreadable or malformed one raises ReleaseStateError."""
+    index = _index_to_protect(release_dir, fact, "model directories")
     found = {}
 
     def add(args, rid):
@@ -241,30 +267,13 @@ def protected_model_paths(release_dir, fact):
 
 # --- writing ------------------------------------------------------------------------------------
 
-def _write_atomic(path, data, mode):
-    """Write bytes to path through a temporary file in the same directory and os.replace: a
-    reader sees the old content or the new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix="." + os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _dump(data):
     return (json.dumps(data, indent=4, sort_keys=True, separators=(",", ": ")) + "\n").encode("utf-8")
 
 
 def write_index(fact, index):
     os.makedirs(os.path.dirname(fact) or ".", mode=0o755, exist_ok=True)
-    _write_atomic(fact, _dump(index), 0o644)
+    write_bytes(fact, _dump(index), 0o644)
 
 
 def _with_current(release_dir, index, rid, generation, args, keep):
@@ -314,7 +323,7 @@ def record(release_dir, fact, unit_path, env_path, generation, args, keep, check
         os.makedirs(os.path.dirname(copy_unit), mode=0o700, exist_ok=True)
         os.chmod(os.path.dirname(copy_unit), 0o700)
         for path, data in stale:
-            _write_atomic(path, data, 0o600)
+            write_bytes(path, data, 0o600)
         write_index(fact, new)
     if quality and os.path.isfile(quality) and not check_mode:
         os.unlink(quality)

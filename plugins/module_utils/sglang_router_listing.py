@@ -5,12 +5,8 @@
 # tests/unit/test_sglang_router_worker.py runs it on recorded answers. Standard library only.
 """The router's worker listing and what to do about it."""
 
-from __future__ import absolute_import, division, print_function
-
 import json
 import urllib.parse
-
-__metaclass__ = type
 
 
 def normalize_url(url):

@@ -10,13 +10,9 @@ are. Shipped as ``ansible.module_utils.sglang_secrets`` (ansible.cfg module_util
 library only.
 """
 
-from __future__ import absolute_import, division, print_function
-
 import re
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
-
-__metaclass__ = type
 
 REDACTED = "<redacted>"
 _NOT_SECRET = ("None", "null", "''", '""', "")

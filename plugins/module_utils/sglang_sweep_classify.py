@@ -26,10 +26,6 @@ Inputs, each optional, judged in this order (the first that fails decides):
   no failure -> **working** with its figures.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import MAD_TO_SIGMA, robust_stats

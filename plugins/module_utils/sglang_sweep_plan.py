@@ -21,10 +21,6 @@ overrides apply to every other candidate. Candidates with identical content are 
 (their other labels in ``aliases``).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 import itertools
 import json

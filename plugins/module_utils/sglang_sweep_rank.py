@@ -15,10 +15,6 @@ group has several members; it beats the baseline only when the baseline is worki
 another group.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 TIE_K = 3.0
 NOISE_FLOOR = 0.05
 

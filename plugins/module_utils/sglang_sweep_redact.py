@@ -14,10 +14,6 @@ other way round. The flags a candidate launches keep their values (the sweep run
 what is written and shown is redacted.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
 
 REDACTED = "<redacted>"

@@ -3,10 +3,6 @@
 # console lines, Markdown (sweep.md), a group_vars snippet for the winner and a JSON summary.
 """Render a ranked sweep."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import yaml
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import norm_value

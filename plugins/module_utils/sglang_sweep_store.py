@@ -13,10 +13,6 @@ A candidate whose record is finished (any outcome) is not run again; a record st
 (the play was interrupted) or a missing one means the candidate is run again.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 import os
 

@@ -9,10 +9,6 @@
 # baseline key. The regression gates apply once `min_samples` accepted results exist for the
 # key; the reference is their median and the tolerance widens with their measured spread.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 import json
 import os

@@ -5,8 +5,6 @@
 # host and by scripts/bench-compare.py.
 """SGLang's OpenAI-compatible endpoints, as the verification asks them."""
 
-from __future__ import absolute_import, division, print_function
-
 import json
 import time
 from urllib.error import HTTPError, URLError
@@ -15,8 +13,6 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import J
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import quote
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import summarize_single_stream
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stream import SSEParser, StreamAccumulator
-
-__metaclass__ = type
 
 
 class Client:

@@ -5,8 +5,6 @@
 # probe module).
 """Inventory flags against the flags the server runs with."""
 
-from __future__ import absolute_import, division, print_function
-
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import (
     RESOLVED_ALIASES,
     SECRET_FLAGS,
@@ -16,8 +14,6 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model i
     normalize_flag,
     parse_launch_command,
 )
-
-__metaclass__ = type
 
 
 def compare_args(expected, server_info, ignore=()):

@@ -4,11 +4,6 @@
 # results are sglang_verify_baseline's.
 """Does a host pass on correctness and on the absolute floors?"""
 
-from __future__ import absolute_import, division, print_function
-
-
-__metaclass__ = type
-
 
 def evaluate_gates(result, gates):
     """Decide whether a host passes on correctness and on the absolute floors.

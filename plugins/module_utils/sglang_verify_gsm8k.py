@@ -7,10 +7,6 @@
 # through the environment (OPENAI_API_KEY, which the evaluator's client sends), never argv.
 """gsm8k accuracy of a running server, and its floors."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import math
 import os
 import re
@@ -25,12 +21,14 @@ def run_gsm8k(g, base_url, api_key):
     """{score, examples, shots, seconds} or {error, output_tail}. ``g``: python, data_path,
     examples, shots, max_tokens, timeout."""
     data = g.get("data_path") or ""
+    if not g.get("python"):
+        return {"error": "no python to run the gsm8k evaluator with (sglang_verify_bench_python)"}
     if not os.path.isfile(data):
         return {"error": "the gsm8k data file %s is not on the host (sglang_verify_gsm8k_data)" % data}
     with open(data, encoding="utf-8") as handle:
         lines = sum(1 for line in handle if line.strip())
     shots, examples = int(g.get("shots") or 0), int(g.get("examples") or 200)
-    argv = [g.get("python") or "/root/ml-env/bin/python", "-m", "sglang.test.run_eval", "--eval-name", "gsm8k",
+    argv = [g["python"], "-m", "sglang.test.run_eval", "--eval-name", "gsm8k",
             "--num-examples", str(examples), "--num-shots", str(shots), "--base-url", base_url,
             "--gsm8k-data-path", data, "--max-tokens", str(int(g.get("max_tokens") or 1024))]
     env = dict(os.environ, OPENAI_API_KEY=api_key or "EMPTY")

@@ -4,12 +4,8 @@
 # the probe module).
 """Checks of what the model answered."""
 
-from __future__ import absolute_import, division, print_function
-
 import json
 import re
-
-__metaclass__ = type
 
 
 def quote(text, limit=160):

@@ -8,10 +8,6 @@
 # release it records. The comparison itself is plugins/module_utils/sglang_quality.py.
 """Greedy continuations and teacher-forced logprobs of a prompt set, against a reference."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import time

@@ -4,17 +4,9 @@
 # sglang_verify_report modules).
 """Text of the verification report."""
 
-from __future__ import absolute_import, division, print_function
-
-
-__metaclass__ = type
-
 import datetime
 
-try:
-    from urllib.parse import urlencode
-except ImportError:  # pragma: no cover - Python 2
-    from urllib import urlencode
+from urllib.parse import urlencode
 
 # What the report links to in Prometheus for the run's time window (names as SGLang 0.5.23
 # exports them; tests/unit/test_sglang_verify_links.py checks them against a recorded page).

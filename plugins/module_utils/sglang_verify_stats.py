@@ -4,12 +4,8 @@
 # host, the gate on the controller, scripts/bench-compare.py).
 """Figures made of measured runs."""
 
-from __future__ import absolute_import, division, print_function
-
 import json
 import math
-
-__metaclass__ = type
 
 # 1.4826 x MAD estimates the standard deviation of normally distributed figures
 MAD_TO_SIGMA = 1.4826

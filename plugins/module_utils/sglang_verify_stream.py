@@ -4,13 +4,9 @@
 # Standard library only (runs on the GPU host with the probe module).
 """One streamed chat completion, parsed and measured."""
 
-from __future__ import absolute_import, division, print_function
-
 import json
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import quote
-
-__metaclass__ = type
 
 
 class SSEParser:

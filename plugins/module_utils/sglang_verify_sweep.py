@@ -4,8 +4,6 @@
 # only (runs on the GPU host with the probe module).
 """Output throughput at several concurrency levels."""
 
-from __future__ import absolute_import, division, print_function
-
 import concurrent.futures as cf
 import os
 import subprocess
@@ -14,8 +12,6 @@ import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_client import chat_body
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import median, parse_bench_serving_jsonl
-
-__metaclass__ = type
 
 
 def own_sweep_level(client, model, p, conc, n_req, out_len):

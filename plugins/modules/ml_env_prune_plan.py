@@ -4,10 +4,6 @@
 # generations of sglang_release's releases come from plugins/module_utils/sglang_release_state.py.
 # Standard library only.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: ml_env_prune_plan
@@ -100,7 +96,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prune import PLAN_OPTIONS, choose
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import RELEASE_DIR, protected_generations
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import (
+    RELEASE_DIR, ReleaseStateError, protected_generations)
 
 
 def _read_json(path):
@@ -165,8 +162,11 @@ def main():
                              "(ml_env_root)" % p["root"])
     if not os.path.isabs(p["link"]):
         module.fail_json(msg="ml_env_prune_plan: link=%r must be an absolute path (ml_env_link)" % p["link"])
-    remove, kept = plan(p["root"], p["link"], p["keep"], p["record"], [x for x in p["protect"] if x],
-                        p["state_fact"], p["release_fact"], p["release_dir"])
+    try:
+        remove, kept = plan(p["root"], p["link"], p["keep"], p["record"], [x for x in p["protect"] if x],
+                            p["state_fact"], p["release_fact"], p["release_dir"])
+    except ReleaseStateError as exc:  # an unreadable release index: nothing is removed
+        module.fail_json(msg="ml_env_prune_plan: %s" % exc, release_fact=p["release_fact"])
     module.exit_json(changed=False, remove=remove, kept=kept,
                      msg="under %s: %d generation(s) to remove, %d kept" % (p["root"], len(remove), len(kept)))
 

@@ -4,10 +4,6 @@
 # the path source needs the standard library only. Manifest and stamp:
 # plugins/module_utils/model_files_manifest.py; Hub client: model_files_hub.py beside it.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: model_files_fetch
@@ -197,6 +193,8 @@ class Fetch(object):
         if hub_source:
             self._hub(hub.download, self.repo, self.sha, directory, names, self.p["endpoint"], self.p["token"])
             return
+        # a copy, not sglang_verify_store's write: the file streams into COPY_TMP, the name the
+        # progress callback measures, and is renamed into place once whole
         tmp = os.path.join(directory, COPY_TMP)
         for name in names:
             target = os.path.join(directory, *name.split("/"))

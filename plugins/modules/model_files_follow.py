@@ -2,10 +2,6 @@
 # -*- coding: utf-8 -*-
 # Runs on the host with any python3 (standard library only).
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: model_files_follow

@@ -74,7 +74,8 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import STAMP
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prune import PLAN_OPTIONS, choose
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import RELEASE_DIR, protected_model_paths
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import (
+    RELEASE_DIR, ReleaseStateError, protected_model_paths)
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
 
@@ -132,8 +133,11 @@ def main():
     if not os.path.isabs(p["root"]) or os.path.realpath(p["root"]) == "/" or not p["name"] or "/" in p["name"]:
         module.fail_json(msg="model_files_prune_plan: root=%r must be an absolute path other than / and "
                              "name=%r one directory name (model_files_root, model_files_name)" % (p["root"], p["name"]))
-    remove, kept = plan(p["root"], p["name"], p["keep"], [x for x in p["protect"] if x], p["unit_path"],
-                        p["release_fact"], p["release_dir"], [x for x in p["in_use"] if x], p["keep_variable"])
+    try:
+        remove, kept = plan(p["root"], p["name"], p["keep"], [x for x in p["protect"] if x], p["unit_path"],
+                            p["release_fact"], p["release_dir"], [x for x in p["in_use"] if x], p["keep_variable"])
+    except ReleaseStateError as exc:  # an unreadable release index: nothing is removed
+        module.fail_json(msg="model_files_prune_plan: %s" % exc, release_fact=p["release_fact"])
     module.exit_json(changed=False, remove=remove, kept=kept,
                      msg="under %s/%s: %d revision(s) to remove, %d kept" % (p["root"], p["name"], len(remove), len(kept)))
 

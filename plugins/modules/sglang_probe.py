@@ -3,10 +3,6 @@
 # Runs on the GPU host with its /usr/bin/python3 (standard library only) against the SGLang
 # server on 127.0.0.1. Changes nothing on the host: every request is a read or a generation.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_probe

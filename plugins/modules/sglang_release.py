@@ -4,10 +4,6 @@
 # itself (release directory, release.json, the index in the local fact) is
 # plugins/module_utils/sglang_release_state.py. Standard library only.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_release
@@ -164,7 +160,7 @@ def run(p, check_mode):
                                                                    release["generation"] or "not named"))
     if p["state"] == "protected":
         protected = protected_generations(where, fact)
-        return dict(changed=False, protected=protected, state=read_index(fact, strict=False),
+        return dict(changed=False, protected=protected, state=read_index(fact),
                     msg="%d protected generation(s)" % len(protected))
     index, releases = list_releases(where, fact)
     return dict(changed=False, state=index, releases=releases, msg="%d release(s) recorded" % len(releases))

@@ -6,10 +6,6 @@
 # plugins/module_utils/sglang_http.py and plugins/module_utils/sglang_prometheus.py, reading the router's
 # listing is this role's plugins/module_utils/sglang_router_listing.py.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_router_worker

@@ -3,10 +3,6 @@
 # Runs on the controller (delegate_to: localhost): expands a tuning sweep into candidates,
 # writes the sweep file of the host and says which candidates are still to run.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_sweep_plan

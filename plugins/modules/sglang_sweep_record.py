@@ -3,10 +3,6 @@
 # Runs on the controller (delegate_to: localhost): writes one sweep candidate's record, first
 # "running" (before its server is started), then "finished" with its outcome.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_sweep_record

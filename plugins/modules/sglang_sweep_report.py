@@ -3,10 +3,6 @@
 # Runs on the controller (delegate_to: localhost): ranks a host's sweep candidates and writes
 # the sweep's Markdown, JSON summary and the winner's group_vars snippet.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_sweep_report

@@ -4,10 +4,6 @@
 # inventory's limits and the accepted results measured the same way, writes the host's part of
 # the run report and, when the host passed, adds this result to its baseline.
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_verify_gate

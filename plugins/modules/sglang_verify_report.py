@@ -3,10 +3,6 @@
 # Runs on the controller once per play batch: gathers the host reports of a run into
 # report.json and summary.md, and appends them to the history (once each).
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: sglang_verify_report

@@ -127,6 +127,26 @@ def test_prune_removes_only_unprotected_generations(tmp_path):
     assert (data / "models" / "tiny").is_dir()
 
 
+def test_prune_stops_on_a_malformed_release_index_and_the_release_dir_comes_from_sglang_defaults(tmp_path):
+    """An index that is not a JSON object would protect no release's generation: the prune fails
+    naming the file and the fix, and removes nothing. ml_env_release_dir is not given, so the
+    directory the message names is sglang_defaults_release_dir, reached through ml_env's
+    dependency on roles/sglang_defaults."""
+    data = tmp_path / "data"
+    for name in ["released", "old"]:
+        generation(data, name)
+    fact = tmp_path / "sglang_release.fact"
+    fact.write_text("[\"r1\"]")
+    rc, out = run_role(tmp_path, {"name": "ml_env", "tasks_from": "prune"},
+                       {"ml_env_root": str(data), "ml_env_link": str(tmp_path / "ml-env"),
+                        "ml_env_keep_generations": 0, "ml_env_release_fact": str(fact)})
+    assert rc != 0
+    assert f"ml_env_prune_plan: the release index {fact} is not a JSON object" in out, out[-3000:]
+    assert "nothing was removed. Fix: repair the file" in out
+    assert "the copies under /var/lib/sglang-deploy/releases name" in out
+    assert sorted(p.name for p in data.iterdir()) == ["old", "released"]
+
+
 def tasks_of(path):
     return yaml.safe_load((ROOT / path).read_text())
 

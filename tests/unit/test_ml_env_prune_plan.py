@@ -175,17 +175,45 @@ def test_the_generation_built_in_this_run_is_kept_by_path_or_name(tmp_path):
     assert kept[str(root / "new")] == "built in this run"
 
 
-def test_a_missing_root_and_unreadable_facts_plan_nothing_or_are_ignored(tmp_path):
+def test_a_missing_root_plans_nothing_and_an_unreadable_ml_env_fact_is_ignored(tmp_path):
     assert m.plan(str(tmp_path / "absent"), str(tmp_path / "link"), keep=0) == ([], {})
     root = tmp_path / "ml-envs"
     generation(root, "a")
     garbage = tmp_path / "garbage.fact"
     garbage.write_text("not json")
-    listed = tmp_path / "list.fact"
-    listed.write_text("[1, 2]")
     remove, _ = m.plan(str(root), str(tmp_path / "link"), keep=0, state_fact=str(garbage),
-                       release_fact=str(listed))
-    assert names(remove) == ["a"]
+                       release_fact=str(tmp_path / "no-release.fact"))
+    assert names(remove) == ["a"], "a missing release index (a fresh host) protects no release"
+
+
+def _bad_index(tmp_path, kind):
+    """A release index that cannot be used: not JSON, not an object, a key of the wrong type, or
+    unreadable (a directory where the file should be)."""
+    fact = tmp_path / "sglang_release.fact"
+    if kind == "unreadable":
+        fact.mkdir()
+    else:
+        fact.write_text({"not json": "{current: g1", "a list": "[1, 2]",
+                         "wrong types": json.dumps({"current": "r1", "generations": ["g1"]})}[kind])
+    return fact
+
+
+@pytest.mark.parametrize("kind", ["not json", "a list", "wrong types", "unreadable"])
+def test_an_unreadable_or_malformed_release_index_stops_the_prune(tmp_path, run_module, kind):
+    """Reading such an index as empty would protect no release's generation: the plan raises
+    and the module fails naming the file and the fix, with nothing to remove."""
+    root = tmp_path / "ml-envs"
+    generation(root, "g1")
+    fact = _bad_index(tmp_path, kind)
+    with pytest.raises(sglang_release_state.ReleaseStateError) as err:
+        m.plan(str(root), str(tmp_path / "link"), keep=0, release_fact=str(fact), release_dir=str(tmp_path / "r"))
+    assert str(fact) in str(err.value) and "nothing was removed" in str(err.value)
+    out = run_module(m, dict(root=str(root), link=str(tmp_path / "link"), keep=0, state_fact=str(tmp_path / "none"),
+                             release_fact=str(fact), release_dir=str(tmp_path / "r")))
+    assert out["failed"] and "remove" not in out
+    assert out["msg"].startswith("ml_env_prune_plan: the release index %s " % fact)
+    assert "Fix: repair the file" in out["msg"]
+    assert (root / "g1").is_dir()
 
 
 def test_main_reports_the_plan_and_changes_nothing(tmp_path, run_module):

@@ -7,6 +7,8 @@ import json
 import os
 import time
 
+import pytest
+
 from ansible_collections.sglang.deploy.plugins.modules import model_files_prune_plan as prune
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state as state
 from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import STAMP
@@ -84,3 +86,31 @@ def test_on_shared_storage_a_revision_a_host_names_stays_and_the_reason_names_th
     assert kept[paths[3]] == "one of the 1 newest other revisions (model_files_shared_keep_revisions)"
     remove, _ = prune.plan(str(tmp_path), "m", keep=0, protect=[paths[4]], release_fact="")
     assert remove == [paths[3], paths[2], paths[1], paths[0]]
+
+
+def test_a_missing_release_index_protects_no_release(tmp_path):
+    model_dir = tmp_path / "m"
+    path = revision(model_dir, SHAS[0], age=10)
+    remove, _ = prune.plan(str(tmp_path), "m", keep=0, release_fact=str(tmp_path / "none.fact"),
+                           release_dir=str(tmp_path / "releases"))
+    assert remove == [path]
+
+
+@pytest.mark.parametrize("content", ["{current", "[1, 2]", json.dumps({"current_args": "--model-path x"}), None])
+def test_an_unreadable_or_malformed_release_index_stops_the_prune(tmp_path, run_module, content):
+    """Not JSON, not an object, a key of the wrong type, unreadable (a directory): the model of a
+    recorded release would be unknown, so the module fails naming the file and the fix."""
+    path = revision(tmp_path / "models" / "m", SHAS[0], age=10)
+    fact = tmp_path / "sglang_release.fact"
+    if content is None:
+        fact.mkdir()
+    else:
+        fact.write_text(content)
+    with pytest.raises(state.ReleaseStateError, match="nothing was removed"):
+        prune.plan(str(tmp_path / "models"), "m", keep=0, release_fact=str(fact), release_dir=str(tmp_path / "r"))
+    out = run_module(prune, {"root": str(tmp_path / "models"), "name": "m", "keep": 0,
+                             "release_fact": str(fact), "release_dir": str(tmp_path / "r")})
+    assert out["failed"] is True and "remove" not in out
+    assert out["msg"].startswith("model_files_prune_plan: the release index %s " % fact)
+    assert "model directories" in out["msg"] and "Fix: repair the file" in out["msg"]
+    assert os.path.isdir(path)

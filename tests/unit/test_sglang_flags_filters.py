@@ -132,6 +132,22 @@ def test_package_names():
     ) == ["flashinfer-python", "mscclpp", "sgl-kernel"]
 
 
+@pytest.mark.parametrize("line,name,pin", [
+    ("torch==2.9.0+cu130 --hash=sha256:abc", "torch", "2.9.0+cu130"),  # a lock line (ml_env_lock_requirements)
+    ("sglang[all]==0.5.23  # pinned", "sglang", "0.5.23"),
+    ("Flashinfer_Cubin===0.6.1", "flashinfer-cubin", "0.6.1"),
+    ('sglang==0.5.23; python_version >= "3.10"', "sglang", "0.5.23"),
+    ("torch (==2.14.1)", "torch", "2.14.1"),  # a wheel METADATA's Requires-Dist
+    ("nvidia-cudnn-cu13>=9.10", "nvidia-cudnn-cu13", ""),
+    ("torch==2.*", "torch", ""),
+    ("-e python", None, ""), ("--index-url https://x", None, ""), ("# c", None, ""), ("git+https://x/y", None, ""),
+])
+def test_requirement_lines_are_parsed_by_packaging(line, name, pin):
+    parsed = sglang_flags_requirements.parse_requirement(line)
+    assert (sglang_flags_requirements.canonical_package(parsed.name) if parsed else None) == name
+    assert sglang_flags_requirements.exact_pin(parsed) == pin
+
+
 @pytest.mark.parametrize("value,want", [
     ("12.0", "12.0"), (12.0, "12.0"), (12, "12.0"), ("sm_120", "12.0"), ("SM120", "12.0"),
     ("120", "12.0"), ("9.0", "9.0"), ("90", "9.0"), ("sm_90", "9.0"), ("12.1", "12.1"),

@@ -220,4 +220,6 @@ def test_gsm8k_runs_the_evaluator_with_the_key_in_its_environment(tmp_path, monk
     out = run_gsm8k({"python": sys.executable, "data_path": str(data), "examples": 200, "shots": 5},
                     "http://127.0.0.1:30000", "s3cret")
     assert out["score"] == 0.75 and out["examples"] == 2 and out["shots"] == 5
-    assert run_gsm8k({"data_path": str(tmp_path / "missing")}, "u", "")["error"].startswith("the gsm8k data file")
+    assert run_gsm8k({"python": sys.executable, "data_path": str(tmp_path / "missing")}, "u", "")["error"].startswith(
+        "the gsm8k data file")
+    assert "sglang_verify_bench_python" in run_gsm8k({"data_path": str(data)}, "u", "")["error"]

@@ -232,13 +232,33 @@ def test_list_names_every_release_and_whether_its_copies_are_there(host):
     assert state.list_releases(host.dir, host.fact + ".none") == (state.read_index(host.fact + ".none"), [])
 
 
-def test_an_unreadable_index_is_refused_for_writes_and_protects_nothing(host):
+def test_an_unreadable_index_is_refused_for_writes_and_for_protection(host):
     os.makedirs(os.path.dirname(host.fact))
     with open(host.fact, "w") as handle:
         handle.write("[1, 2]")
     with pytest.raises(state.ReleaseStateError, match="is not a JSON object .* Fix: move it aside"):
         host.record(1)
+    for protected in (state.protected_generations, state.protected_model_paths):
+        with pytest.raises(state.ReleaseStateError, match="release index %s is not a JSON object .* nothing was "
+                                                          "removed. Fix: repair the file" % host.fact):
+            protected(host.dir, host.fact)
+
+
+def test_a_missing_index_protects_nothing_and_a_key_of_the_wrong_type_is_malformed(host):
     assert state.protected_generations(host.dir, host.fact) == {}
+    assert state.protected_model_paths(host.dir, host.fact) == {}
+    os.makedirs(os.path.dirname(host.fact))
+    with open(host.fact, "w") as handle:
+        json.dump({"current": "r1", "history": "r1"}, handle)
+    with pytest.raises(state.ReleaseStateError, match="has keys of the wrong type: history"):
+        state.protected_generations(host.dir, host.fact)
+    assert state.read_index(host.fact, strict=False)["current"] == ""  # the quality gate reads it as none
+
+
+def test_the_module_fails_on_an_unreadable_index_when_asked_what_is_protected(host, run_module):
+    os.makedirs(host.fact)  # a directory: cannot be read
+    out = run_module(module, args_of(host, state="protected"))
+    assert out["failed"] and "Fix: repair the file" in out["msg"] and out["fact"] == host.fact
 
 
 # --- the module -------------------------------------------------------------------------------

@@ -177,3 +177,24 @@ def test_hosts_of_one_run_write_their_reports_at_once(tmp_path):
             assert sorted(pool.map(_write_host, [(str(tmp_path), run_id, h) for h in hosts])) == hosts
             written = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / run_id / "hosts" / "*")))
             assert written == ["%s.json" % h for h in hosts]  # no temporary file left behind
+
+
+def test_the_one_atomic_write_replaces_whole_files_with_their_mode_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    """write_bytes (which write_text, write_json, the release state and the model stamp use): the
+    new content with the mode asked for, no temporary file left, and on a failed write the old
+    content stays."""
+    path = str(tmp_path / "d" / "index.fact")
+    store.write_bytes(path, b"old\n", mode=0o644)
+    store.write_text(path, "new \u00e9\n", mode=0o600)
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "new \u00e9\n"
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o600) and os.listdir(tmp_path / "d") == ["index.fact"]
+
+    def broken(fd):
+        raise OSError("disk gone")
+    monkeypatch.setattr(os, "fsync", broken)
+    with pytest.raises(OSError, match="disk gone"):
+        store.write_bytes(path, b"half")
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "new \u00e9\n"
+    assert os.listdir(tmp_path / "d") == ["index.fact"]
