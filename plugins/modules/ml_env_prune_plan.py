@@ -49,7 +49,7 @@ options:
     type: path
     default: /etc/ansible/facts.d/ml_env.fact
   release_fact:
-    description: sglang_release's local fact (its index); a missing or unreadable file protects nothing more.
+    description: sglang_release's local fact (its index); a missing file protects nothing more, an unreadable or malformed one fails the prune.
     type: path
     default: /etc/ansible/facts.d/sglang_release.fact
   release_dir:

@@ -28,7 +28,7 @@ options:
     elements: str
     default: []
   unit_path: {description: "The server's unit; a revision its text names is in use.", type: path}
-  release_fact: {description: "sglang_release's index; missing or unreadable: protects nothing more.", type: path,
+  release_fact: {description: "sglang_release's index; missing: protects nothing more; unreadable or malformed: the prune fails.", type: path,
                  default: /etc/ansible/facts.d/sglang_release.fact}
   release_dir: {description: "sglang_release's release directory.", type: path, default: /var/lib/sglang-deploy/releases}
   keep_variable: {description: The variable that set I(keep), named in the reasons, type: str, default: model_files_keep_revisions}
