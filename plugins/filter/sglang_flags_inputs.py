@@ -3,13 +3,13 @@
 roles/sglang_server/templates/sglang.service.j2 writes one directive per line: a line break in
 any value ends the directive there and can start a new one (``User=x\\nExecStartPre=/path``),
 and ExecStart's flags continue over lines, so a value with a line break drops every later flag.
-systemd_quote (filter_plugins/sglang_flags.py) quotes a value, but a line break stays one.
+systemd_quote (plugins/filter/sglang_flags.py) quotes a value, but a line break stays one.
 These checks turn each such input into a finding (host, variable or flag, rule, fix) for the
 lint report, instead of a unit that systemd reads differently than the inventory says:
 
 * flag names and values, environment names and values, paths: no control characters;
 * flag names spelled in full, known to the host's SGLang version, values within literal
-  choices (the catalog, filter_plugins/sglang_flags_catalog.py);
+  choices (the catalog, plugins/filter/sglang_flags_catalog.py);
 * ports 1-65535; tp/dp/ep/pp sizes and nnodes integers >= 1;
 * environment names ``[A-Za-z_][A-Za-z0-9_]*``;
 * no ``api-key``/``admin-api-key`` flag: sglang_server_api_key and sglang_server_admin_api_key

@@ -5,7 +5,7 @@
 
 sglang_monitoring_prometheus_config(hosts, options) -> {global, alerting, rule_files,
 scrape_configs}, where `hosts` is the output of sglang_monitoring_hosts
-(filter_plugins/sglang_monitoring_hosts.py). Jobs: `sglang` (each host's /metrics), `sglang-router`
+(plugins/filter/sglang_monitoring_hosts.py). Jobs: `sglang` (each host's /metrics), `sglang-router`
 (each router's Prometheus port), `node` (node exporters, 9100), `dcgm` (NVIDIA DCGM exporters,
 9400), `prometheus` (itself, when it is installed by the role), then the operator's own.
 

@@ -5,7 +5,7 @@
 profile's expectations, each refusal with the figure, the expectation and the likely cause.
 
 Pure functions, no Ansible and no I/O (tests/unit/test_gpu_admit_verdict.py; the module
-library/gpu_admit_record.py calls `judge`). Why each figure and each cause: docs/admission.md.
+plugins/modules/gpu_admit_record.py calls `judge`). Why each figure and each cause: docs/admission.md.
 
 `expect` maps a figure name of FIGURES to {expect: number, tolerance: fraction}: a figure where
 more is better is refused under expect x (1 - tolerance), a latency over expect x (1 + tolerance).

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpu_host_facts: every command and file the role reads on a host, parsed into one dict.
 
-``gather()`` takes the host's I/O as callables (the module library/gpu_host_facts.py hands it
+``gather()`` takes the host's I/O as callables (the module plugins/modules/gpu_host_facts.py hands it
 the real ones, tests/unit/test_gpu_host_gather_check.py a host faked from fixtures) and the
 parsers of gpu_host_nvidia.py and gpu_host_interconnect.py turn each output into facts.
 """

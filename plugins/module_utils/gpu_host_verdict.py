@@ -2,7 +2,7 @@
 # Copyright: sglang_deploy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The gpu_host preflight's verdict: gathered facts (gpu_host_gather.py) against the
-inventory's expectations, as the module library/gpu_host_check.py gives it.
+inventory's expectations, as the module plugins/modules/gpu_host_check.py gives it.
 
 Errors name the variable, the expected and the found value, and the fix; warnings are
 conditions that slow the host down.

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # What sglang-router 0.3.x (smg) answers on its worker API, read without side effects: the
 # listing of GET /workers, a worker found by its URL, the background job of an addition, and
-# what a desired state asks for. Used by library/sglang_router_worker.py (on the controller);
+# what a desired state asks for. Used by plugins/modules/sglang_router_worker.py (on the controller);
 # tests/unit/test_sglang_router_worker.py runs it on recorded answers. Standard library only.
 """The router's worker listing and what to do about it."""
 

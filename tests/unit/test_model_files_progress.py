@@ -1,5 +1,5 @@
 """roles/model_files' progress of a background fetch or copy (plugins/module_utils/model_files_progress.py,
-library/model_files_follow.py): measured from the files on disk, worded for an operator; the
+plugins/modules/model_files_follow.py): measured from the files on disk, worded for an operator; the
 job's end read from its async status file as async_status reads it."""
 
 import json

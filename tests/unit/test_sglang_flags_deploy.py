@@ -1,5 +1,5 @@
 """The deploy-scope rules of roles/sglang_flags/vars/main.yml, judged by
-filter_plugins/sglang_flags_deploy.py on the host's ml_env spec and router settings: each one
+plugins/filter/sglang_flags_deploy.py on the host's ml_env spec and router settings: each one
 fires, has a near miss, and the shipped inventories pass."""
 
 import os

@@ -1,6 +1,6 @@
 """The regression gates of roles/sglang_verify: which accepted results a figure is compared
 with (plugins/module_utils/sglang_verify_baseline.py), the gate module end to end on a temporary report
-directory (library/sglang_verify_gate.py), and report files written by many hosts at once
+directory (plugins/modules/sglang_verify_gate.py), and report files written by many hosts at once
 (plugins/module_utils/sglang_verify_store.py)."""
 import glob
 import multiprocessing
