@@ -118,8 +118,8 @@ started:
 outcome:
   description:
     - C(started) (the server generates), C(crashed) (the unit is not loaded, exited or entered auto-restart), C(hung) (the time ran
-      out while the server listened but did not generate: a request timed out or answered an
-      error), C(timeout) (the time ran out before the server even listened). The three failures
+      out while the server listened but did not generate (a request timed out or answered an
+      error)), C(timeout) (the time ran out before the server even listened). The three failures
       fail the task with this result (playbooks/sweep.yml's candidates read it from
       C(ansible_failed_result)). A call that returned to report (I(report_every)) says
       C(starting); the task repeats it until it is one of the four.
