@@ -9,7 +9,7 @@ Three steps, each a filter:
 * ``sglang_firewall_sets``: networks and resolved names as the two sets of the ruleset (IPv4,
   IPv6), overlapping entries merged, or an error naming a name that did not resolve;
 * ``sglang_firewall_findings``: the lint of tasks/lint.yml: an unfiltered wildcard bind (on
-  sglang_server_flags, the normalised flags the unit is rendered from), bad entries, ports,
+  sglang_flags_normalized, the normalised flags the unit is rendered from), bad entries, ports,
   placeholder networks, and the variables of the unit template (the control-character and path
   checks of plugins/filter/sglang_flags_inputs.py).
 """
@@ -187,7 +187,7 @@ def _unit_input_findings(unit):
 
 
 def sglang_firewall_findings(flags, enabled=False, open_bind_ok=False, sources=None, ports=None, unit=None):
-    """[{"severity": "error"|"warning", "msg": text}] for lint.yml. `flags`: sglang_server_flags,
+    """[{"severity": "error"|"warning", "msg": text}] for lint.yml. `flags`: sglang_flags_normalized,
     the normalised flags the unit is rendered from (its `host`: "--host" and "host" are one flag
     there); `sources`: sglang_firewall_sources' result; `ports`: the filtered ports; `unit`: the
     UNIT_INPUTS variables."""

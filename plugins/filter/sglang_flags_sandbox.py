@@ -6,7 +6,7 @@ capability, UMask 0077, only the NVIDIA character devices (read and write), noth
 outside its own directories. A host that changes one of these weakens it; lint refuses that
 unless the inventory names the setting and why in ``sglang_server_allow_weaker_sandbox``
 (setting -> reason), which turns the error into a warning. The weakenings that are active
-(named there) are exported as ``sglang_server_sandbox_weakenings`` (roles/sglang_flags/tasks/
+(named there) are exported as ``sglang_flags_sandbox_weakenings`` (roles/sglang_flags/tasks/
 model.yml) and listed in the verification report (roles/sglang_verify).
 
 A umask that leaves files world-writable is refused whatever the override says.

@@ -45,11 +45,11 @@ def flag_hash(args):
 
 
 def launch_flags(name, hv):
-    """The host's flags as its unit is rendered from them: sglang_server_flags where this run
+    """The host's flags as its unit is rendered from them: sglang_flags_normalized where this run
     set it (roles/sglang_flags, tasks_from: model), else the host's sglang_server_args through
     the same model (names folded: "--port" is "port"; false/null dropped). Another host's
     variables are all there is here (playbooks/monitoring.yml runs on the monitoring hosts)."""
-    flags = _var(hv, "sglang_server_flags")
+    flags = _var(hv, "sglang_flags_normalized")
     if isinstance(flags, dict):
         return flags
     try:

@@ -12,10 +12,13 @@ Inputs, each optional, judged in this order (the first that fails decides):
 * ``parser``: SGLang's own parser on the host: the verdict of roles/sglang_flags'
   host_validate (``sglang_flags_verdict``: ``ok``, ``phase``, ``errors``) or a command result
   (``rc``, ``stderr``); not ok / rc != 0 -> **rejected** with SGLang's message;
-* ``wait``: the registered result of sglang_server_wait (roles/sglang_server; with
-  ``ignore_errors`` or ``failed_when: false``). It fails in two ways: the unit exited or entered auto-restart ("exited while starting") -> **crashed**, with
-  the last journal lines and the tail of the last Python traceback; no answer within its timeout
-  ("did not generate within", or a task timeout) -> **hung**;
+* ``wait``: the result of sglang_server_wait (roles/sglang_server; the failed task's result, or
+  registered with ``failed_when: false``). Its ``outcome`` decides: ``crashed`` (the unit exited
+  or entered auto-restart) -> **crashed**, with the last journal lines and the tail of the last
+  Python traceback; ``hung`` or ``timeout`` (no generation within its timeout) -> **hung**. A
+  result without ``outcome`` (a task timeout, another task of the start) is read by its message:
+  "exited while starting" -> **crashed**, "did not generate within" or a task timeout -> **hung**,
+  anything else -> **crashed**;
 * ``probe``: the registered result of sglang_probe (roles/sglang_verify): ``result`` and
   ``failures``. The module itself failed, or health failed after the start -> **crashed** (the
   server stopped answering); a probe answered wrong or garbage (quoted) -> **wrong**; requests
@@ -106,9 +109,11 @@ def _wait(wait):
     msg = str(wait.get("msg") or "")
     journal = journal_summary(wait.get("journal") or wait.get("stdout_lines") or [])
     details = dict(journal, message=msg)
-    if "exited while starting" in msg or "is not loaded" in msg:
+    outcome = wait.get("outcome")
+    if outcome == "crashed" or (outcome is None and ("exited while starting" in msg or "is not loaded" in msg)):
         return _result("crashed", "start", "exited while starting: %s" % (journal["error"] or msg), details)
-    if wait.get("timedout") or any(word in msg.lower() for word in _HUNG):
+    if outcome in ("hung", "timeout") or (outcome is None and (wait.get("timedout")
+                                                               or any(word in msg.lower() for word in _HUNG))):
         return _result("hung", "start", "no generation within the timeout: %s" % msg.split(";")[0], details)
     return _result("crashed", "start", "the start failed: %s" % (journal["error"] or msg), details)
 

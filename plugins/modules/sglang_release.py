@@ -80,7 +80,7 @@ EXAMPLES = r"""
     unit_path: /etc/systemd/system/sglang.service
     env_path: /etc/sglang/sglang.env
     generation: 3f2a9c1d0e4b
-    args: "{{ sglang_server_flags }}"
+    args: "{{ sglang_server_rendered_flags }}"
 
 - name: Find the previous release
   sglang.deploy.sglang_release:

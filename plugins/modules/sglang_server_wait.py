@@ -116,6 +116,16 @@ started:
   description: Whether this call started the unit (I(start)).
   type: bool
   returned: always
+outcome:
+  description:
+    - C(started) (the server generates), C(crashed) (the unit is not loaded, exited or entered auto-restart), C(hung) (the time ran
+      out while the server listened but did not generate (a request timed out or answered an
+      error)), C(timeout) (the time ran out before the server even listened). The three failures
+      fail the task with this result (playbooks/sweep.yml's candidates read it from
+      C(ansible_failed_result)). A call that returned to report (I(report_every)) says
+      C(starting); the task repeats it until it is one of the four.
+  type: str
+  returned: always
 start:
   description: The start record appended to I(start_log) (when this call saw a start).
   type: dict
@@ -175,7 +185,7 @@ def newest_line(module, unit, invocation):
 
 class WaitState:
     """What the calls of one wait share (report_every): the monotonic time it began, the restart
-    count before it, whether it started the unit. A file per unit under state_dir (a tmpfs)."""
+    count before it, whether it started the unit, whether the server has listened yet. A file per unit under state_dir (a tmpfs)."""
 
     def __init__(self, state_dir, unit, wait_id):
         self.path = os.path.join(state_dir, f"wait-{unit}.json") if wait_id else None
@@ -185,10 +195,11 @@ class WaitState:
         data = read_json(self.path) if self.path else None
         return data if data and data.get("wait_id") == self.wait_id else None
 
-    def save(self, began, restarts0, started):
+    def save(self, began, restarts0, started, listened=False):
         if not self.path:
             return
-        write_json(self.path, {"wait_id": self.wait_id, "began": began, "restarts0": restarts0, "started": started})
+        write_json(self.path, {"wait_id": self.wait_id, "began": began, "restarts0": restarts0, "started": started,
+                               "listened": listened})
 
     def clear(self):
         if self.path and os.path.exists(self.path):
@@ -223,23 +234,26 @@ def main():
     first = unit_state(module, unit)
     if first.get("LoadState") != "loaded":
         state.clear()
-        module.fail_json(msg=f"{unit} is not loaded (LoadState={first.get('LoadState')})", main_pid=0)
+        module.fail_json(msg=f"{unit} is not loaded (LoadState={first.get('LoadState')})", main_pid=0,
+                         outcome="crashed")
     if carried:  # a later call of the same wait: it began (and maybe started the unit) before
         start, started, restarts0 = carried["began"], carried["started"], carried["restarts0"]
     else:
         start, started = call_began, False
         if p["start"] and first.get("ActiveState") not in ("active", "activating", "reloading"):
             if module.check_mode:
-                module.exit_json(changed=True, started=True, ready=True, main_pid=0)
+                module.exit_json(changed=True, started=True, ready=True, main_pid=0, outcome="started")
             # Type=simple: returns once the process is forked; the loop below watches it start
             module.run_command(["systemctl", "start", unit], check_rc=True)
             started = True
             first = unit_state(module, unit)
         elif module.check_mode:
-            module.exit_json(changed=False, started=False, ready=True, main_pid=int(first.get("MainPID") or 0))
+            module.exit_json(changed=False, started=False, ready=True, main_pid=int(first.get("MainPID") or 0),
+                             outcome="started")
         restarts0 = int(first.get("NRestarts") or 0)
         state.save(start, restarts0, started)
     last_http = "no answer yet"
+    listened = carried.get("listened", False) if carried else False
     while True:
         st = unit_state(module, unit)
         pid = int(st.get("MainPID") or 0)
@@ -256,7 +270,7 @@ def main():
                     f"SubState={st.get('SubState')}, Result={st.get('Result')}): the server "
                     "rejected its flags or could not load the model; its journal follows"
                 ),
-                main_pid=pid, started=started,
+                main_pid=pid, started=started, outcome="crashed",
                 journal=journal(module, unit, first.get("InvocationID") or st.get("InvocationID"),
                                 p["journal_lines"]),
             )
@@ -274,8 +288,10 @@ def main():
                           "generation": p["generation"], "unit": unit}
                 record_start(p["start_log"], record)
             module.exit_json(changed=started, started=started, ready=True, elapsed=round(now - start, 1),
-                             start_seconds=seconds, start=record, main_pid=pid)
+                             start_seconds=seconds, start=record, main_pid=pid, outcome="started")
         last_http = f"HTTP {code}" if code else detail
+        # an HTTP answer, or a request the server accepted and never answered: it listens
+        listened = listened or bool(code) or "timed out" in str(detail).lower()
         now = time.monotonic()
         if now - start > p["timeout"]:
             state.clear()
@@ -284,12 +300,13 @@ def main():
                     f"{unit} did not generate within {p['timeout']} s ({p['url']}: {last_http}); "
                     "raise sglang_server_ready_timeout for a large model; its journal follows"
                 ),
-                main_pid=pid,
+                main_pid=pid, outcome="hung" if listened else "timeout",
                 journal=journal(module, unit, st.get("InvocationID"), p["journal_lines"]),
             )
         if p["report_every"] > 0 and now - call_began >= p["report_every"]:
+            state.save(start, restarts0, started, listened)
             module.exit_json(
-                changed=started, started=started, ready=False, main_pid=pid,
+                changed=started, started=started, ready=False, main_pid=pid, outcome="starting",
                 progress_line=f"{unit} starting for {int(now - start)} s of at most {p['timeout']} s "
                               f"({last_http}); newest journal line: {newest_line(module, unit, st.get('InvocationID'))}")
         time.sleep(p["interval"])

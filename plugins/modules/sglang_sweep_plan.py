@@ -24,7 +24,7 @@ options:
   report_dir: {description: "Controller directory of sweeps (results go to <report_dir>/<sweep_name>/<host>/).", type: path, required: true}
   sweep_name: {description: Name of the sweep (a directory name)., type: str, required: true}
   current_args: {description: "The host's current flags (sglang_server_args: name -> value).", type: dict, required: true}
-  current_env: {description: "The host's current environment (NAME -> value; sglang_flags_server_env, with the PCIe levers).", type: dict, default: {}}
+  current_env: {description: "The host's current environment (NAME -> value; sglang_flags_env, with the PCIe levers).", type: dict, default: {}}
   base: {description: "{args, env}: overrides applied to every candidate but the baseline (null removes).", type: dict, default: {}}
   axes: {description: "Axis -> list of values; a flag (dash form) or an environment variable (capitals), or a mapping value of linked settings.", type: dict, default: {}}
   candidates: {description: "Explicit candidates: list of {name, args, env} (null removes).", type: list, elements: dict, default: []}
@@ -43,7 +43,7 @@ EXAMPLES = r"""
     report_dir: "{{ sglang_sweep_report_dir }}"
     sweep_name: "{{ sweep_name }}"
     current_args: "{{ sglang_server_args }}"
-    current_env: "{{ sglang_flags_server_env }}"
+    current_env: "{{ sglang_flags_env }}"
     base: "{{ sweep_base }}"
     axes: "{{ sweep_axes }}"
     candidates: "{{ sweep_candidates }}"

@@ -27,7 +27,7 @@ options:
   status: {description: running (before the start) or finished (with the outcome inputs)., type: str, default: finished, choices: [running, finished]}
   rules: {description: "Offline findings of the candidate (sglang_flags_check, sglang_flags_inputs); any error -> rejected.", type: list, elements: raw, default: []}
   parser: {description: "SGLang's parser on the host: sglang_flags_verdict ({ok, phase, errors}) or a command result ({rc, stderr}); not ok -> rejected.", type: dict, default: {}}
-  wait: {description: "The registered sglang_server_wait result (failed, msg, journal): exited -> crashed, timeout -> hung.", type: dict, default: {}}
+  wait: {description: "The sglang_server_wait result (failed, msg, journal, outcome): outcome crashed -> crashed, hung or timeout -> hung.", type: dict, default: {}}
   probe: {description: "The registered sglang_probe result (result, failures); empty when the server never started.", type: dict, default: {}}
   journal: {description: Journal lines read after the measurement (crash under load)., type: list, elements: str, default: []}
   catalog_options: {description: "The host's flag catalog's option strings, as given to sglang_sweep_plan: the record's flags and changes show secret flags (abbreviations resolved through it) as <redacted>.", type: list, elements: str, default: []}

@@ -154,8 +154,10 @@ def tasks_of(path):
 def test_restore_checks_before_it_writes_anything():
     tasks = tasks_of("roles/sglang_release/tasks/restore.yml")
     at = next(i for i, t in enumerate(tasks) if t.get("ansible.builtin.include_tasks") == "check.yml")
-    before = [t.get("ansible.builtin.include_role", {}).get("tasks_from") for t in tasks[:at]]
-    assert before == ["render"]  # sglang_server's render only reads (stat, set_fact)
+    assert at == 0  # nothing runs before the check
+    # the release's files are put in place by sglang_server's restart, after the check
+    restart = next(i for i, t in enumerate(tasks) if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "restart")
+    assert restart > at and set(tasks[restart]["vars"]) == {"sglang_server_restore_unit", "sglang_server_restore_env"}
 
 
 def test_rollback_checks_before_the_host_leaves_the_router():

@@ -71,7 +71,7 @@ def render(tmp_path, inventory, extra, inventory_dir=None):
     if extra.get("sglang_firewall_allow_controller"):
         env["SSH_CONNECTION"] = SSH_CONNECTION
     play = [{"name": "Render", "hosts": HOSTS[inventory], "gather_facts": False, "tasks": [
-        # as the playbooks do before the role: sglang_server_flags, which sglang_firewall_port reads
+        # as the playbooks do before the role: sglang_flags_normalized, which sglang_firewall_port reads
         {"name": "Flags", "ansible.builtin.include_role": {"name": "sglang_flags", "tasks_from": "model"}},
         {"name": "Plan", "ansible.builtin.include_role": {"name": "sglang_firewall", "tasks_from": "plan", "public": True}},
         {"name": "Write the files", "ansible.builtin.copy": {
@@ -205,6 +205,6 @@ def test_lint_refuses_production_binding_every_address_without_the_firewall(tmp_
 
 def test_the_filtered_port_is_the_one_the_unit_gets(tmp_path):
     """sglang_server_args {"--port": 31000} renders --port 31000 into the unit: the ruleset filters
-    31000 (sglang_firewall_port reads sglang_server_flags, the normalised flags)."""
+    31000 (sglang_firewall_port reads sglang_flags_normalized, the normalised flags)."""
     ruleset, _ = render(tmp_path, "production", {"sglang_server_args": {"--port": 31000, "--host": "0.0.0.0"}})
     assert "tcp dport { 31000 } jump sglang_port" in ruleset and "30000" not in ruleset

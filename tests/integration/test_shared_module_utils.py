@@ -59,7 +59,7 @@ def ansible(tool, tmp_path, *args):
 def test_drift_of_flags_written_with_underscores_passes_in_a_real_run(tmp_path, fake_server):
     """The bug: `model_path: ...` was accepted by the lint, the on-host validation and the unit,
     but drift reported it "not on its command line", the gate failed and the host was rolled
-    back. Here the probe module runs as the role runs it (sglang_server_flags, then
+    back. Here the probe module runs as the role runs it (sglang_flags_normalized, then
     sglang_verify's measure.yml with its defaults) against a server launched with the rendered
     argv."""
     args = {"model_path": "/m", "served_model_name": "tiny", "port": fake_server, "enable_metrics": True,

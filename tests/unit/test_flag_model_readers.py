@@ -1,5 +1,5 @@
 """One flag model: every role reads the launch flags as the unit is rendered from them,
-``sglang_server_flags`` (roles/sglang_flags, tasks_from: model; plugins/module_utils/sglang_flags_model.py),
+``sglang_flags_normalized`` (roles/sglang_flags, tasks_from: model; plugins/module_utils/sglang_flags_model.py),
 not the inventory's ``sglang_server_args`` as written. A consumer of the raw mapping sees
 ``{"--port": 31000}`` as no port at all while the unit says ``--port 31000`` (the firewall filtered
 30000, the monitoring scraped 30000). This test reads the code of every role (defaults, vars,
@@ -23,7 +23,7 @@ CONDITIONALS = {"when", "that", "failed_when", "changed_when", "until"}
 # The places that read sglang_server_args itself, and why.
 ALLOWED = {
     "roles/sglang_flags/tasks/model.yml":
-        "the model itself: sglang_server_flags = sglang_server_args | sglang_normalize_args",
+        "the model itself: sglang_flags_normalized = sglang_server_args | sglang_normalize_args",
     "roles/sglang_flags/defaults/main.yml":
         "sglang_flags_server_args: the input checks judge the flags as written, so that a name the "
         "model refuses (or two spellings of one flag) is a finding of the lint, not a crash",
@@ -32,9 +32,9 @@ ALLOWED = {
     "plugins/filter/sglang_flags_rules.py":
         "names the variable in its findings",
     "roles/sglang_server/tasks/render.yml":
-        "sglang_server's own render: asserts the mapping before rendering sglang_server_flags",
+        "sglang_server's own render: asserts the mapping before rendering sglang_server_flags (default sglang_flags_normalized)",
     "plugins/filter/sglang_monitoring_hosts.py":
-        "only other hosts' variables are at hand (playbooks/monitoring.yml): sglang_server_flags "
+        "only other hosts' variables are at hand (playbooks/monitoring.yml): sglang_flags_normalized "
         "where the host has it, else its sglang_server_args through the model's normalize_args",
 }
 
@@ -87,7 +87,7 @@ def readers():
 def test_only_the_allowed_places_read_sglang_server_args():
     found = readers()
     extra = sorted(set(found) - set(ALLOWED))
-    assert not extra, (f"{extra} read sglang_server_args: read sglang_server_flags (the normalised "
+    assert not extra, (f"{extra} read sglang_server_args: read sglang_flags_normalized (the normalised "
                        "flags the unit is rendered from) instead, or list the place in ALLOWED with "
                        "its reason")
 

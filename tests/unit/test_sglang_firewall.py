@@ -134,19 +134,19 @@ def test_lint_refuses_a_wildcard_bind_without_the_firewall():
 @pytest.mark.parametrize("args", [{"--host": "0.0.0.0"}, {"host": "0.0"}, {"host": "0"},
                                   {"host": "::ffff:0.0.0.0"}, {"-host": "::"}])
 def test_lint_judges_the_normalised_flags(args):
-    """tasks/lint.yml passes sglang_server_flags: the model folds "--host" into "host"."""
+    """tasks/lint.yml passes sglang_flags_normalized: the model folds "--host" into "host"."""
     flags = sglang_flags.sglang_normalize_args(dict(args, **{"--port": 31000}))
     assert flags["port"] == 31000
     errors = _errors(f.sglang_firewall_findings(flags, enabled=False))
     assert len(errors) == 1 and "[firewall-open-bind]" in errors[0]
 
 
-def test_lint_reads_sglang_server_flags_for_host_and_port():
+def test_lint_reads_sglang_flags_normalized_for_host_and_port():
     with open(os.path.join(ROLE, "tasks", "lint.yml"), encoding="utf-8") as fh:
         judge = [t for t in yaml.safe_load(fh) if "set_fact" in str(t)][0]
-    assert judge["ansible.builtin.set_fact"]["_sglang_firewall_findings"].split("|")[0].strip() == "{{ sglang_server_flags"
+    assert judge["ansible.builtin.set_fact"]["_sglang_firewall_findings"].split("|")[0].strip() == "{{ sglang_flags_normalized"
     with open(os.path.join(ROLE, "defaults", "main.yml"), encoding="utf-8") as fh:
-        assert yaml.safe_load(fh)["sglang_firewall_port"] == "{{ sglang_server_flags.get('port', 30000) }}"
+        assert yaml.safe_load(fh)["sglang_firewall_port"] == "{{ sglang_flags_normalized.get('port', 30000) }}"
 
 
 # --- the variables of the unit and the ruleset (the server's checks, sglang_flags_inputs) ---------

@@ -2,7 +2,7 @@
 (plugins/filter/sglang_flags_sandbox.py): each setting that loosens the
 hardened unit of roles/sglang_server is an error naming the setting and the fix; named with a
 reason in sglang_server_allow_weaker_sandbox it is a warning with that reason, and it is in
-sglang_server_sandbox_weakenings (the verification report's list). A world-writable umask is
+sglang_flags_sandbox_weakenings (the verification report's list). A world-writable umask is
 refused whatever the override says."""
 
 from pathlib import Path

@@ -132,7 +132,7 @@ def test_flags_are_read_through_the_flag_model():
     assert (entry["port"], entry["model"], entry["running_cap"]) == (31000, "m", 48)
     assert entry["flag_hash"] == model.flag_hash(model.normalize_args(hv["sglang_server_args"]))
     # this run's normalised flags (roles/sglang_flags, tasks_from: model) where the host has them
-    hv["sglang_server_flags"] = {"port": 32000}
+    hv["sglang_flags_normalized"] = {"port": 32000}
     assert hosts.host_entry("h", hv, {})["port"] == 32000
     with pytest.raises(AnsibleFilterError, match="h: sglang_server_args: '--port' and 'port' are the same flag --port; keep one"):
         hosts.host_entry("h", {"sglang_server_args": {"port": 1, "--port": 2}}, {})

@@ -1,6 +1,7 @@
 """plugins/modules/sglang_server_wait.py: `start` starts a unit that is not active
-(and only then), check mode starts nothing, and start_seconds counts from systemd's
-ExecMainStartTimestampMonotonic (CLOCK_MONOTONIC) to the first answer."""
+(and only then), check mode starts nothing, start_seconds counts from systemd's
+ExecMainStartTimestampMonotonic (CLOCK_MONOTONIC) to the first answer, and `outcome` says
+started, crashed, hung or timeout (what the sweep classifies a candidate's start by)."""
 
 import json
 import time
@@ -138,3 +139,38 @@ def test_a_restart_between_two_calls_is_a_crash(slow, run_module, monkeypatch):
     assert out["failed"] and "exited while starting" in out["msg"]
     # a new wait (another id) takes the restart count as it finds it
     assert run_module(sglang_server_wait, dict(slow["args"], wait_id="h1-2"))["ready"] is False
+
+
+def test_the_outcome_of_a_served_start_is_started(unit, run_module):
+    assert run_module(sglang_server_wait, ARGS)["outcome"] == "started"
+    unit["state"] = "active"
+    assert run_module(sglang_server_wait, ARGS)["outcome"] == "started"
+
+
+def test_the_outcome_of_an_exit_is_crashed(unit, run_module):
+    unit["state"] = "failed"
+    out = run_module(sglang_server_wait, dict(ARGS, start=False, journal_lines=5))
+    assert out["failed"] is True and out["outcome"] == "crashed"
+
+
+@pytest.mark.parametrize("answer, outcome", [
+    ((0, "[Errno 111] Connection refused"), "timeout"),  # never listened: a slow start
+    ((0, "timed out"), "hung"),  # accepted the request, never answered it
+    ((503, ""), "hung"),  # answers, but does not generate
+])
+def test_the_time_running_out_is_hung_once_the_server_listened_else_timeout(slow, run_module, monkeypatch,
+                                                                              answer, outcome):
+    monkeypatch.setattr(sglang_server_wait, "request", lambda url, timeout=0, headers=None: answer)
+    out = run_module(sglang_server_wait, dict(slow["args"], report_every=0, timeout=0))
+    assert out["failed"] is True and "did not generate within 0 s" in out["msg"]
+    assert out["outcome"] == outcome
+
+
+def test_a_listen_seen_by_an_earlier_call_of_the_wait_makes_it_hung(slow, run_module, monkeypatch):
+    answer = {"now": (503, "")}
+    monkeypatch.setattr(sglang_server_wait, "request", lambda url, timeout=0, headers=None: answer["now"])
+    first = run_module(sglang_server_wait, slow["args"])
+    assert first["ready"] is False and first["outcome"] == "starting"
+    answer["now"] = (0, "[Errno 111] Connection refused")  # the later call sees no listener
+    out = run_module(sglang_server_wait, dict(slow["args"], timeout=0))
+    assert out["failed"] is True and out["outcome"] == "hung"

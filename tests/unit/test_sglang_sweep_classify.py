@@ -188,3 +188,15 @@ def test_working_figures():
     assert f["spec_accept_length"] == 1.72
     assert [(lv["concurrency"], lv["output_throughput"]) for lv in f["throughput"]] == [(1, 281.0), (4, 902.5)]
     assert v["reason"] == "285.3 tok/s single stream (min 280.1, max 290.2, 5 runs)"
+
+
+def test_the_waits_outcome_decides_over_its_message():
+    """sglang_server_wait's outcome (crashed, hung, timeout) classifies the start, whatever its
+    message says; a result without one is read by its message."""
+    neutral = {"failed": True, "main_pid": 1, "journal": [], "msg": "sglang.service: the start failed"}
+    assert C.classify(wait=dict(neutral, outcome="crashed"))["outcome"] == "crashed"
+    assert C.classify(wait=dict(neutral, outcome="hung"))["outcome"] == "hung"
+    assert C.classify(wait=dict(neutral, outcome="timeout"))["outcome"] == "hung"
+    assert C.classify(wait=dict(HUNG_WAIT, outcome="crashed"))["outcome"] == "crashed"
+    assert C.classify(wait=dict(CRASH_WAIT, outcome="hung"))["outcome"] == "hung"
+    assert C.classify(wait=neutral)["outcome"] == "crashed"

@@ -1,6 +1,6 @@
 """The verification report lists the sandbox weakenings each host runs with
 (plugins/modules/sglang_verify_report.py): the host records' context carries
-sglang_server_sandbox_weakenings (roles/sglang_flags/tasks/model.yml, passed by
+sglang_flags_sandbox_weakenings (roles/sglang_flags/tasks/model.yml, passed by
 roles/sglang_verify/tasks/verify.yml), and summary.md ends with them; no section without any."""
 
 import json
