@@ -46,7 +46,7 @@ PLAYBOOK = """\
   vars:
     sglang_server_args: {model_path: /srv/models/tiny, host: 127.0.0.1, port: 30001, tp_size: 2, api_key: k-test}
   tasks:
-    - name: Normalise the launch flags (sglang_server_flags)
+    - name: Normalise the launch flags (sglang_flags_normalized)
       ansible.builtin.include_role: {name: sglang.deploy.sglang_flags, tasks_from: model}
     - name: Judge the firewall settings offline
       ansible.builtin.include_role: {name: sglang.deploy.sglang_firewall, tasks_from: lint}
@@ -57,12 +57,12 @@ PLAYBOOK = """\
         fact: "{{ playbook_dir }}/release.fact"
         unit_path: "{{ playbook_dir }}/unit"
         env_path: "{{ playbook_dir }}/env"
-        args: "{{ sglang_server_flags }}"
+        args: "{{ sglang_flags_normalized }}"
       register: use_release
     - name: Write what the play found
       ansible.builtin.copy:
         dest: "{{ playbook_dir }}/result.json"
-        content: "{{ {'argv': sglang_server_flags | sglang.deploy.sglang_argv, 'release': use_release} | to_json }}"
+        content: "{{ {'argv': sglang_flags_normalized | sglang.deploy.sglang_argv, 'release': use_release} | to_json }}"
         mode: "0600"
 """
 
@@ -140,7 +140,7 @@ def test_a_playbook_outside_the_repository_uses_the_installed_roles_module_and_f
     log = proc.stdout + proc.stderr
 
     result = json.loads((play / "result.json").read_text(encoding="utf-8"))
-    # the filter (through the role's sglang_server_flags) renders SGLang's argv
+    # the filter (through the role's sglang_flags_normalized) renders SGLang's argv
     assert result["argv"] == ["--model-path", "/srv/models/tiny", "--host", "127.0.0.1", "--port", "30001",
                               "--tp-size", "2", "--api-key", "k-test"]
     # the module recorded the release with its module_utils: generation read from the env file,
