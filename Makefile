@@ -9,12 +9,14 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down ci-demo lint unit molecule test bench verify-quick gate-check clean drift figures figures-check collection
+.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down ci-demo lint unit check molecule test-scenario test bench verify-quick gate-check clean drift figures figures-check collection
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
 	@echo "make demo-down  remove the local container hosts"
 	@echo "make test       everything CI runs (lint, unit tests, Molecule)"
+	@echo "make check      the fast tier: lint + unit and integration tests, no containers"
+	@echo "make test-scenario S=rollout  one Molecule scenario alone (its setup included)"
 	@echo "make bench      our benchmark client vs sglang.benchmark.serving (interleaved medians)"
 	@echo "make gate-check the speed gates on the demo hosts: no false failure, a throttled host caught"
 	@echo "make drift      the newest sglang on production's indexes against every inventory's profile"
@@ -81,11 +83,19 @@ lint: tools
 	$(BIN)/ansible-playbook playbooks/lint.yml -e model_files_revision=$(LINT_PRODUCTION_REVISION) -e '$(LINT_NO_KEY)'
 	$(BIN)/ansible-playbook playbooks/lint.yml -i inventories/local
 
+# `python -m pytest`, not the pytest script: the venv's python puts this checkout's ./collections
+# on the path (scripts/collections.sh), whatever path the script's #! line names the venv by
 unit: tools
-	$(BIN)/pytest -q tests
+	$(BIN)/python -m pytest -q tests
 
-# order matters: `default` builds the ml_env generation into .cache/ml-envs, the later
-# scenarios find it complete (as a second host would) instead of installing 6 GB again
+# the fast tier for everyday work (no Docker, no Molecule): yamllint, ansible-lint, lint.yml on
+# both inventories, pytest (unit and integration tests); docs/testing.md gives its time
+check: lint unit
+
+# Each scenario sets up what it needs, so they run alone and in any order: a scenario that finds
+# no complete ml_env generation in .cache/ml-envs builds one from the wheelhouse (the rollout
+# scenario on its first host alone, molecule/rollout/converge.yml); one that finds it reuses it,
+# as a second host would. The order below only lets the later ones reuse what `default` built.
 MOLECULE_SCENARIOS ?= default ml_env rollout cuda_toolkit gpu_host
 molecule: setup
 	for s in $(MOLECULE_SCENARIOS); do \
@@ -96,7 +106,12 @@ molecule: setup
 	@echo "=== figures measured by the scenarios (reports/test-figures.log)"
 	@cat reports/test-figures.log 2>/dev/null || echo "(none)"
 
-test: disk lint unit molecule
+# one scenario alone, e.g. `make test-scenario S=rollout` (setup included: image, wheelhouse)
+test-scenario:
+	@test -n "$(S)" || { echo "usage: make test-scenario S=<one of: $(MOLECULE_SCENARIOS)>"; exit 2; }
+	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS="$(S)"
+
+test: disk check molecule
 
 BENCH_HOST ?= sglang-local-1
 bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, interleaved pairs, medians

@@ -3,7 +3,8 @@ the controller for the test): the scrape jobs and alert rules are the ones that
 playbooks/monitoring.yml writes in write-only mode, as an operator would copy them into an
 existing Prometheus. Every SGLang target is up and has `sglang:` series; a stopped server fires
 SGLangDown within the rule's `for:` (shortened here) and the alert resolves once the server is
-back. Runs after test_rollout.py (file order) and leaves every host serving.
+back. Starts from every host serving a configuration deployed on purpose (conftest.py:
+`known_good`), so it runs alone or in any order, and leaves every host serving.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 import urllib.parse
 import urllib.request
 
+import pytest
 import yaml
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import ask, figure, ip_of, playbook, scratch, sh  # noqa: E402
@@ -57,6 +59,7 @@ def down_alerts(host):
             if a["labels"].get("alertname") == "SGLangDown" and a["labels"].get("host") == host]
 
 
+@pytest.mark.usefixtures("known_good")
 def test_prometheus_scrapes_the_fleet_and_alerts_on_a_stopped_server():
     assert shutil.which("prometheus"), "Debian's prometheus package is missing (scripts/bootstrap.sh installs it)"
     ips = {h: ip_of(h) for h in HOSTS}

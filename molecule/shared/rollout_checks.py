@@ -1,0 +1,74 @@
+"""Observations of a rolling deploy that the rollout scenario's tests assert on: restarts one
+host at a time (a probe client's samples), starts in the journal and the server's start log,
+the router's view of a rollout, the model revisions on a host."""
+
+from __future__ import annotations
+
+import calendar
+import json
+import time
+
+from ansible_collections.sglang.deploy.molecule.shared.fleet import sh
+
+
+def starts_since(host, epoch):
+    """How many times systemd started the unit since `epoch` (seconds, host clock)."""
+    out = sh(host, f"journalctl -u sglang --since @{int(epoch)} --no-pager -o cat | grep -c '^Started ' || true")
+    return int(out or 0)
+
+
+def assert_one_at_a_time(hosts, probe, after):
+    """Restarts in inventory order, each host serving again before the next one stops, and never
+    more than one of the probed hosts down; returns ({host: sample times it was down}, fewest
+    answering at once)."""
+    down = {h: [t for t, r in probe.samples if not r[h]] for h in hosts}
+    for h in hosts:
+        assert down[h], f"the probe never saw {h} restart: sample period too coarse?"
+    for first, second in zip(hosts, hosts[1:]):
+        ready_first = min(t for t, r in probe.samples if t > max(down[first]) and r[first])
+        assert after[second][1] > ready_first, (
+            f"{second} restarted at {after[second][1]:.1f} before {first} served again at {ready_first:.1f}"
+        )
+    worst = min(sum(r.values()) for _, r in probe.samples)
+    assert worst >= len(probe.samples[0][1]) - 1, f"at some moment only {worst} of {len(probe.samples[0][1])} hosts answered"
+    return down, worst
+
+
+def start_records(host):
+    """The start log's records of the generation `host` runs now, oldest first, and that generation."""
+    gen = sh(host, "basename $(readlink -f /root/ml-env)")
+    records = [json.loads(line) for line in sh(host, "cat /var/lib/sglang-deploy/starts/sglang.jsonl").splitlines()]
+    return gen, [r for r in records if r["generation"] == gen]
+
+
+def journal_starts(host):
+    """The host-clock seconds of each 'Started sglang.service' still in the journal."""
+    out = sh(host, "journalctl -u sglang --no-pager -o short-unix | grep 'systemd\\[1\\]: Started sglang.service' || true")
+    return [float(line.split()[0]) for line in out.splitlines()]
+
+
+def time_of(record):
+    """The host-clock seconds of a start record's `at` (UTC, whole seconds)."""
+    return calendar.timegm(time.strptime(record["at"], "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def router_extra(router):
+    """deploy.yml's router variables for the test's router (its workers are the hosts' IPs)."""
+    return {
+        "sglang_router_url": router.url,
+        "_test_worker_urls": dict(router.workers),
+        "sglang_router_worker_url": "{{ _test_worker_urls[inventory_hostname] }}",
+        "sglang_router_drain_timeout": 10,
+    }
+
+
+def assert_router_served_throughout(router, final):
+    """Every host is back in the router, healthy, and every request through it answered."""
+    assert final == {u: True for u in router.workers.values()}, f"not every host is back in the router: {final}"
+    failed = router.failed()
+    assert router.requests and not failed, (
+        f"{len(failed)} of {len(router.requests)} requests through the router failed: {failed[:5]}")
+
+
+def revisions(host):
+    return sorted(sh(host, "ls /data/models/tiny-qwen2").split())
