@@ -96,7 +96,7 @@ check: lint unit
 # no complete ml_env generation in .cache/ml-envs builds one from the wheelhouse (the rollout
 # scenario on its first host alone, molecule/rollout/converge.yml); one that finds it reuses it,
 # as a second host would. The order below only lets the later ones reuse what `default` built.
-MOLECULE_SCENARIOS ?= default ml_env rollout cuda_toolkit gpu_host
+MOLECULE_SCENARIOS ?= default rollout cuda_toolkit gpu_host
 molecule: setup
 	for s in $(MOLECULE_SCENARIOS); do \
 	  echo "=== molecule test -s $$s"; start=$$(date +%s); \

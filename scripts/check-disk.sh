@@ -3,7 +3,7 @@
 # .cache has less room than `make test` / `make demo` will fill, counting what .cache already
 # holds. The big items: the wheelhouse (3.1 GiB), each ml_env generation of the local spec
 # (6.6 GiB: torch's CUDA build carries 3.2 GiB of nvidia-* libraries), two of them at once in
-# the ml_env scenario (or one per demo host, inside its container), plus container layers.
+# the default scenario's test_ml_env.py (or one per demo host, inside its container), plus container layers.
 # Docker's data root is checked too when it lives on another filesystem (4 GiB there).
 set -euo pipefail
 need_gib=${1:?usage: check-disk.sh NEED_GIB}

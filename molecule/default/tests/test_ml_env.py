@@ -1,6 +1,10 @@
 """ml_env generations on a serving host, driven through deploy.yml and rollback.yml.
 
-Runs once (testinfra_hosts) and in order: each test builds on the state the previous left.
+Part of the `default` scenario (its one host: a second generation installs and switches on the
+host the other files test, without a scenario of its own that would create, converge and
+destroy a host again). The module starts from the inventory's configuration (a deploy.yml of
+it, a no-op when the other files left the host so), whatever ran before; within the module the
+tests run once (testinfra_hosts) and in order: each builds on the generations the previous left.
 """
 
 from __future__ import annotations
@@ -12,17 +16,20 @@ import pytest
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import Prober, ask, figure, ip_of, local_vars, playbook, scratch, sh, unit_state, unit_text  # noqa: E402
 
-testinfra_hosts = ["molecule-mlenv-1"]
-HOST = "molecule-mlenv-1"
+testinfra_hosts = ["molecule-sglang-1"]
+HOST = "molecule-sglang-1"
 SPEC = local_vars("ml_env")
 LOCKS = scratch("ml-env-locks-")
 STATE = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _drop_the_second_generation():
-    """The generations live in the shared .cache/ml-envs (6.6 GiB each): once the tests are
-    done, remove the second one unless it is active, so the later scenarios have the room."""
+def _from_the_inventory_configuration():
+    """Before: deploy.yml as the scenario's converge ran it (no change when the files before
+    this one left the host there). After: the second generation removed unless it is active;
+    the generations live in the shared .cache/ml-envs (6.6 GiB each), and the later scenarios
+    need the room."""
+    playbook("deploy.yml", {})
     yield
     gen2 = STATE.get("gen2")
     if gen2 and link() != gen2:
