@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -91,7 +90,7 @@ def ip_of(host):
 
 
 def ask(ip, timeout=10.0, base=None):
-    """Ask the server at ip:30000 (or at the base URL, e.g. a router) a question with a known
+    """Ask the server at ip:30000 (or at the base URL, e.g. the gateway) a question with a known
     answer; returns the answer."""
     body = json.dumps({
         "model": "tiny-qwen2", "temperature": 0, "max_tokens": 4,
@@ -149,86 +148,6 @@ class Prober:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-
-
-class Router:
-    """A real sglang-router on the controller in front of the hosts. While the `with` block runs,
-    a client sends a request through it every `period` s and another thread records which
-    workers it lists."""
-
-    def __init__(self, hosts, period=0.25):
-        def free_port():
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                return sock.getsockname()[1]
-
-        self.port, self.metrics_port = free_port(), free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.workers = {h: f"http://{ip_of(h)}:30000" for h in hosts}
-        self.period = period
-        self.requests = []  # (monotonic time, answered "OK", error text)
-        self.listings = []  # (monotonic time, {worker url: healthy})
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=every, args=(period, self._stop, self._ask), daemon=True),
-                         threading.Thread(target=every, args=(0.5, self._stop, self._list), daemon=True)]
-        (ROOT / "reports").mkdir(exist_ok=True)
-        self.log_path = ROOT / "reports" / "router-molecule.log"
-
-    def listing(self):
-        with urllib.request.urlopen(f"{self.url}/workers", timeout=5) as resp:
-            return {w["url"]: bool(w.get("is_healthy")) for w in json.load(resp)["workers"]}
-
-    def _ask(self, t):
-        try:
-            ok, err = ask(None, timeout=30, base=self.url) == "OK", ""
-        except Exception as exc:  # noqa: BLE001 - every failure is recorded and asserted on
-            ok, err = False, repr(exc)[:200]
-        self.requests.append((t, ok, err))
-
-    def _list(self, t):
-        try:
-            self.listings.append((t, self.listing()))
-        except Exception:  # noqa: BLE001 - a gap in the listing record only
-            pass
-
-    def failed(self):
-        """The requests through the router that did not answer "OK": [(time, error)]."""
-        return [(round(t, 1), err) for t, ok, err in self.requests if not ok]
-
-    def __enter__(self):
-        self._log = open(self.log_path, "w", encoding="utf-8")
-        # no retries: a request the router sends to a restarting host must show up as a failure
-        self.proc = subprocess.Popen(
-            [str(BIN / "python"), "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
-             "--port", str(self.port), "--policy", "round_robin", "--disable-retries",
-             "--prometheus-host", "127.0.0.1", "--prometheus-port", str(self.metrics_port),
-             "--log-level", "warn", "--worker-urls", *self.workers.values()],
-            stdout=self._log, stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if self.listing() == {u: True for u in self.workers.values()}:
-                    break
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
-            assert self.proc.poll() is None, f"the router exited, see {self.log_path}"
-            assert time.monotonic() < deadline, f"the router did not list all workers healthy, see {self.log_path}"
-            time.sleep(0.5)
-        return self
-
-    def start_probing(self):
-        for th in self._threads:
-            th.start()
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        for th in self._threads:
-            if th.is_alive():
-                th.join()
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self._log.close()
 
 
 def playbook_command(path: str, extra: dict, args=(), timed=False):

@@ -1,6 +1,6 @@
 """Observations of a rolling deploy that the rollout scenario's tests assert on: restarts one
 host at a time (a probe client's samples), starts in the journal and the server's start log,
-the router's view of a rollout, the model revisions on a host."""
+the gateway's view of a rollout, the model revisions on a host."""
 
 from __future__ import annotations
 
@@ -52,22 +52,17 @@ def time_of(record):
     return calendar.timegm(time.strptime(record["at"], "%Y-%m-%dT%H:%M:%SZ"))
 
 
-def router_extra(router):
-    """deploy.yml's router variables for the test's router (its workers are the hosts' IPs)."""
-    return {
-        "sglang_router_url": router.url,
-        "_test_worker_urls": dict(router.workers),
-        "sglang_router_worker_url": "{{ _test_worker_urls[inventory_hostname] }}",
-        "sglang_router_drain_timeout": 10,
-    }
-
-
-def assert_router_served_throughout(router, final):
-    """Every host is back in the router, healthy, and every request through it answered."""
-    assert final == {u: True for u in router.workers.values()}, f"not every host is back in the router: {final}"
-    failed = router.failed()
-    assert router.requests and not failed, (
-        f"{len(failed)} of {len(router.requests)} requests through the router failed: {failed[:5]}")
+def assert_gateway_served_throughout(gateway, final, floor):
+    """Every host is back in the gateway, healthy; every request through it answered in full;
+    the gateway never listed fewer than `floor` healthy workers."""
+    assert final == {u: True for u in gateway.workers.values()}, f"not every host is back in the gateway: {final}"
+    failed = gateway.failed()
+    assert gateway.requests and gateway.long and not failed, (
+        f"{len(failed)} of {len(gateway.requests) + len(gateway.long)} requests through the gateway failed "
+        f"or came back short: {failed[:5]}")
+    assert gateway.listings, "no listing of the gateway was recorded"
+    assert gateway.fewest_healthy() >= floor, (
+        f"the gateway listed only {gateway.fewest_healthy()} healthy worker(s) at one point; the floor is {floor}")
 
 
 def revisions(host):

@@ -19,12 +19,13 @@ import pytest
 
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import (  # noqa: E402
-    ROOT, TINY_MODEL, Prober, Router, ask, batches, figure, ip_of, local_vars, playbook, sh,
+    ROOT, TINY_MODEL, Prober, ask, batches, figure, ip_of, local_vars, playbook, sh,
     stops_since, unit_state, unit_text,
 )
+from ansible_collections.sglang.deploy.molecule.shared.gateway import GatewayTraffic, wait_for_listing, worker_url
 from ansible_collections.sglang.deploy.molecule.shared.rollout_checks import (
-    assert_one_at_a_time, assert_router_served_throughout, journal_starts, revisions, router_extra, start_records,
-    starts_since, time_of,
+    assert_gateway_served_throughout, assert_one_at_a_time, journal_starts, revisions, start_records, starts_since,
+    time_of,
 )
 
 testinfra_hosts = ["molecule-rollout-1"]
@@ -78,19 +79,18 @@ def test_check_diff_shows_the_flag_change_per_host_and_restarts_nothing(baseline
 
 
 @pytest.mark.usefixtures("known_good")
-def test_router_that_does_not_answer_stops_the_rollout_before_anything_changes():
+def test_gateway_that_does_not_answer_stops_the_rollout_before_anything_changes():
     before = {h: (unit_state(h)[0], unit_text(h)) for h in HOSTS}
     args = dict(BASE_ARGS, **{"max-total-tokens": 10240})
-    extra = {"sglang_server_args": args, "sglang_router_url": "http://127.0.0.1:9",  # discard port
-             "sglang_router_worker_url": "http://{{ inventory_hostname }}:30000"}
-    rc, out, took = deploy(extra, expect_rc=None)
+    rc, out, took = deploy({"sglang_server_args": args, "sglang_gateway_url": "http://127.0.0.1:9"},  # discard port
+                           expect_rc=None)
     assert rc != 0
-    assert "http://127.0.0.1:9" in out and "sglang_router_url" in out, "the failure does not name the router"
-    assert "Nothing had been changed on the host" in out
+    assert "http://127.0.0.1:9" in out and "sglang_gateway_url" in out, "the failure does not name the gateway"
+    assert "PLAY [Roll out host by host]" not in out or "Nothing had been changed on the host" in out, out[-3000:]
     for h in HOSTS:
-        assert (unit_state(h)[0], unit_text(h)) == before[h], f"{h} changed although the router never answered"
+        assert (unit_state(h)[0], unit_text(h)) == before[h], f"{h} changed although the gateway never answered"
         assert ask(ip_of(h)) == "OK"
-    figure(f"router not answering: deploy.yml stopped after {took:.0f} s, no host changed")
+    figure(f"gateway not answering: deploy.yml stopped after {took:.0f} s, no host changed")
 
 
 def test_noop_deploy_restarts_nothing_on_3_2_and_1_hosts_and_reports_its_cost(baseline):
@@ -105,7 +105,7 @@ def test_noop_deploy_restarts_nothing_on_3_2_and_1_hosts_and_reports_its_cost(ba
         recap = [line for line in out.splitlines() if line.startswith("molecule-rollout-")]
         assert len(recap) == n and all("changed=0" in line for line in recap), recap
         assert "PLAY [Roll out host by host]" in out and "skipping: no hosts matched" in out, out[-3000:]
-        assert "TASK [Take the host out of the router" not in out
+        assert "TASK [Take the host out of the gateway" not in out
         assert "TASK [Start the server if it is not running and wait until it generates]" in out
     assert {h: unit_state(h)[0] for h in HOSTS} == before, "a no-op deploy restarted a server"
     figure(f"no-op rollout over 3 hosts took {seconds[3]:.0f} s")
@@ -257,21 +257,28 @@ def test_crash_at_start_stops_after_first_host_and_restores_it():
 ACCEPT = {"sglang_verify_quality_accept": True}
 
 
-def test_router_drains_each_host_while_it_restarts(known_good, hub):
+# the capacity-safe batches of the gateway test: a canary, then the two others at once, never
+# fewer than one worker healthy in the gateway
+BATCHES = {"sglang_rollout_serial": [1, 2], "sglang_rollout_min_serving": 1}
+
+
+def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub):
     """The change is a new model revision (and a flag): one Hub download for the fleet, into
     /srv/fleet-store (model_files_shared_root: a directory of the controller all three hosts
     mount read-write, as they would an NFS export), copied from there by every host and checked
-    against its stamp; then the model-path change rolls one host at a time behind the router."""
-    revision = dict(hub.new_revision("router"), before=known_good.units())
+    against its stamp; then it rolls in batches of 1, then 2, behind the gateway (smg, deployed
+    by roles/sglang_gateway) while clients send short questions and long generations through it:
+    none fails or comes back short, each host leaves the gateway (drained: its in-flight
+    requests finished) before its server stops, and the gateway never lists fewer healthy
+    workers than the floor."""
+    revision = dict(hub.new_revision("gateway"), before=known_good.units())
     before = {h: unit_state(h)[0] for h in HOSTS}
     new_dir, old = revision["dir"], TINY_MODEL.rsplit("/", 1)[-1]
     args = dict(BASE_ARGS, **{"max-total-tokens": 6144, "model-path": new_dir})
-    with Router(HOSTS) as router:
-        router.start_probing()
-        with Prober(HOSTS) as probe:
-            _, out, took = deploy({"sglang_server_args": args, **revision["vars"], **router_extra(router), **ACCEPT})
+    with GatewayTraffic(HOSTS) as gateway, Prober(HOSTS) as probe:
+        _, out, took = deploy({"sglang_server_args": args, **revision["vars"], **BATCHES, **ACCEPT}, timed=True)
         time.sleep(1)
-        final = router.listing()
+    final = wait_for_listing(gateway, "every host healthy", lambda seen: seen == {worker_url(h): True for h in HOSTS})
     known_good.remember("new revision", revision)  # the state the rollback test starts from
     resolved = hub.resolved(revision["sha"])
     assert sorted(resolved) == sorted(revision["files"]), resolved  # the endpoint asked once per file
@@ -287,25 +294,33 @@ def test_router_drains_each_host_while_it_restarts(known_good, hub):
     # (the console wraps long lines: any whitespace between the words)
     accepted = re.findall(r"the\s+model\s+revision\s+changed:\s+accepted\s+by\s+the\s+operator", out)
     assert len(accepted) >= len(HOSTS), out[-3000:]
-    assert_one_at_a_time(HOSTS, probe, after)
-    assert_router_served_throughout(router, final)
-    for h in HOSTS:
-        down = [t for t, r in probe.samples if not r[h]]
-        assert down, f"the probe never saw {h} restart"
-        during = [listed for t, listed in router.listings if min(down) <= t <= max(down)]
-        assert during, f"no router listing was recorded while {h} was down"
-        assert all(router.workers[h] not in listed for listed in during), (
-            f"the router listed {h} while its server was not answering")
-    figure(f"rollout behind sglang-router: {len(router.requests)} requests through the router during "
-           f"{took:.0f} s, {len(router.failed())} failed; each host out of the router while it restarted; the change "
-           f"was a new model revision: the Hub endpoint asked once for each of its {len(resolved)} files, every host "
-           f"copied it from the shared storage")
+    found = batches(out, "Roll out host by host")
+    assert len(found) == 2, f"expected the batches [1, 2], found {len(found)} batches"
+    drained = re.findall(r"left the gateway; drained after", out)
+    assert len(drained) == len(HOSTS), f"expected a finished drain per host: {drained}\n{out[-3000:]}"
+    # batch 1 (host 1) was serving again before batch 2 (hosts 2 and 3) stopped
+    down = {h: [t for t, r in probe.samples if not r[h]] for h in HOSTS}
+    assert all(down.values()), f"the probe did not see every host restart: {down}"
+    assert max(down[HOSTS[0]]) < min(min(down[HOSTS[1]]), min(down[HOSTS[2]])), "batch 2 stopped before batch 1 served"
+    assert_gateway_served_throughout(gateway, final, floor=BATCHES["sglang_rollout_min_serving"])
+    for h in HOSTS:  # never routed to a host whose server did not answer
+        during = [listed for t, listed in gateway.listings if min(down[h]) <= t <= max(down[h])]
+        assert during, f"no gateway listing was recorded while {h} was down"
+        assert all(not listed.get(worker_url(h)) for listed in during), (
+            f"the gateway listed {h} healthy while its server was not answering")
+    figure(f"rollout behind the gateway (smg 1.13.0) in batches [1, 2], floor 1: {len(gateway.requests)} questions and "
+           f"{len(gateway.long)} long generations through it during {took:.0f} s, {len(gateway.failed())} failed or cut; "
+           f"fewest healthy workers listed: {gateway.fewest_healthy()}; the change was a new model revision: the Hub "
+           f"endpoint asked once for each of its {len(resolved)} files, every host copied it from the shared storage")
+    figure("rolled change by batch size (3 hosts, batches [1, 2]): before the first batch "
+           f"{found[0]['start']:.0f} s; batch of 1 {found[0]['seconds']:.0f} s; batch of 2 {found[1]['seconds']:.0f} s; "
+           f"whole run {took:.0f} s")
 
 
 @pytest.fixture(name="on_new_revision")
 def fixture_on_new_revision(fleet, hub):
     """Every host on a new model revision, with the units of the release before it (`before`):
-    the state the router test leaves, reused while every host still has its unit; otherwise the
+    the state the gateway test leaves, reused while every host still has its unit; otherwise the
     baseline, then a new revision rolled over the 3 hosts."""
     revision = fleet.current("new revision")
     if revision is None:
@@ -340,20 +355,20 @@ def test_rollback_returns_to_the_previous_model_revision_which_stays_while_a_rel
 
 
 @pytest.mark.usefixtures("known_good")
-def test_subtly_wrong_output_fails_the_quality_gate_and_the_restored_host_rejoins_the_router():
+def test_subtly_wrong_output_fails_the_quality_gate_and_the_restored_host_rejoins_the_gateway():
     """A flag that starts fine, answers every known-answer probe right and still changes the
     answers: the model's RMSNorm epsilon overridden from 1e-6 to 0.001. Only the quality gate
     (the host's answers against its last-known-good release's reference) fails it; the host is
-    restored, confirmed against that same reference, and rejoins the router."""
+    restored, confirmed against that same reference, and rejoins the gateway; no request through
+    the gateway fails meanwhile."""
     before = {h: unit_state(h)[0] for h in HOSTS}
     old_unit = unit_text(HOSTS[0])
     args = dict(BASE_ARGS, **{"json-model-override-args": {"rms_norm_eps": 0.001}})
     since = float(sh(HOSTS[0], "date +%s"))
-    with Router(HOSTS) as router:
-        router.start_probing()
-        rc, out, _ = deploy({"sglang_server_args": args, **router_extra(router)}, expect_rc=None)
+    with GatewayTraffic(HOSTS) as gateway:
+        rc, out, _ = deploy({"sglang_server_args": args}, expect_rc=None)
         time.sleep(1)
-        final = router.listing()
+    final = wait_for_listing(gateway, "every host healthy", lambda seen: seen == {worker_url(h): True for h in HOSTS})
     assert rc != 0
     # the only failure is the quality gate's: the probes and the speed gates that existed before passed
     failed = re.search(r"failed verification \(gate\): (.*)$", out, re.M)
@@ -368,11 +383,11 @@ def test_subtly_wrong_output_fails_the_quality_gate_and_the_restored_host_rejoin
     assert unit_state(HOSTS[0])[0] != before[HOSTS[0]], "host 1 was not restarted (so not restored)"
     for h in HOSTS[1:]:
         assert unit_state(h)[0] == before[h], f"{h} was restarted although host 1 failed"
-    assert_router_served_throughout(router, final)
+    assert_gateway_served_throughout(gateway, final, floor=len(HOSTS) - 1)
     stops = stops_since(HOSTS[0], since)
     assert len(stops) == 2, f"host 1: expected the change's stop and the restore's stop, found {stops}"
     degraded = re.search(r"quality +degraded: (top-1 [0-9.]+, mean \|d logprob\| [0-9.]+)", out)
-    figure(f"subtly wrong output (RMSNorm epsilon 1e-6 -> 0.001: probes pass) behind sglang-router: quality gate "
-           f"{degraded.group(1) if degraded else '?'}; {len(router.requests)} requests through the router, "
-           f"{len(router.failed())} failed; host 1 restored, confirmed and back in the router; its stops "
-           f"(SIGTERM to exit, drained out of the router first): " + ", ".join(f"{x:.1f}" for x in stops) + " s")
+    figure(f"subtly wrong output (RMSNorm epsilon 1e-6 -> 0.001: probes pass) behind the gateway: quality gate "
+           f"{degraded.group(1) if degraded else '?'}; {len(gateway.requests)} questions and {len(gateway.long)} long "
+           f"generations through the gateway, {len(gateway.failed())} failed or cut; host 1 restored, confirmed and "
+           f"back in the gateway; its stops (SIGTERM to exit, drained out of the gateway first): " + ", ".join(f"{x:.1f}" for x in stops) + " s")

@@ -1,0 +1,123 @@
+"""The rollout scenario's gateway as its clients see it: smg, installed by roles/sglang_gateway on
+the scenario's `gateway` host, in front of the SGLang hosts (registered by name on the
+scenario's Docker network). While a `with GatewayTraffic(...)` block runs, clients send
+requests through it (short questions with a known answer, and long generations that are in
+flight whenever a host is drained) and a sampler records the workers it lists and their
+health. Nothing here stands in for the gateway: every request goes through the real one."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from ansible_collections.sglang.deploy.molecule.shared.fleet import ask, every, ip_of
+
+GATEWAY = "molecule-gateway-1"
+PORT = 30080
+# the local profile's control-plane key (inventories/local/group_vars/all/gateway.yml): made by
+# Ansible's password lookup on the controller on first use, read here to list the workers
+ADMIN_KEY_FILE = Path.home() / ".config" / "sglang-deploy" / "local-gateway-admin-key"
+# a long generation (ignore_eos: exactly this many tokens, 2-4 s on the tiny model) is in flight
+# most of the time, so a drain that cut requests short would show up as a short answer
+LONG_TOKENS = 800
+
+
+def worker_url(host):
+    """A host's server as the gateway knows it (roles/sglang_gateway: the inventory name)."""
+    return f"http://{host}:30000"
+
+
+def admin_key():
+    return ADMIN_KEY_FILE.read_text(encoding="utf-8").split()[0]
+
+
+def _call(url, body=None, key=None, timeout=10):
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers=headers)
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.load(resp)
+
+
+class GatewayTraffic:
+    """Clients and a listing sampler on the deployed gateway for the duration of a `with` block."""
+
+    def __init__(self, hosts, period=0.25):
+        self.url = f"http://{ip_of(GATEWAY)}:{PORT}"
+        self.workers = {h: worker_url(h) for h in hosts}
+        self.requests = []  # (monotonic time, answered "OK", error text)
+        self.long = []  # (start, end, completion tokens, error text)
+        self.listings = []  # (monotonic time, {worker url: healthy})
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=every, args=(period, self._stop, self._ask), daemon=True),
+                         threading.Thread(target=every, args=(0.0, self._stop, self._generate), daemon=True),
+                         threading.Thread(target=every, args=(0.5, self._stop, self._list), daemon=True)]
+
+    def listing(self):
+        """{worker url: healthy} as the gateway lists its workers now."""
+        answer = _call(f"{self.url}/workers", key=admin_key())
+        return {w["url"]: bool(w.get("is_healthy")) for w in answer["workers"]}
+
+    def _ask(self, t):
+        try:
+            ok, err = ask(None, timeout=30, base=self.url) == "OK", ""
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded and asserted on
+            ok, err = False, repr(exc)[:200]
+        self.requests.append((t, ok, err))
+
+    def _generate(self, t):
+        body = {"model": "tiny-qwen2", "temperature": 0, "max_tokens": LONG_TOKENS, "ignore_eos": True,
+                "messages": [{"role": "user", "content": "Count slowly."}]}
+        try:
+            answer = _call(f"{self.url}/v1/chat/completions", body, timeout=120)
+            tokens, err = answer["usage"]["completion_tokens"], ""
+        except Exception as exc:  # noqa: BLE001 - recorded and asserted on
+            tokens, err = 0, repr(exc)[:200]
+        self.long.append((t, time.monotonic(), tokens, err))
+
+    def _list(self, t):
+        try:
+            self.listings.append((t, self.listing()))
+        except (OSError, urllib.error.URLError, ValueError):
+            pass  # a gap in the record of listings only
+
+    def failed(self):
+        """Requests through the gateway that failed or came back short: [(time, error)]."""
+        short = [(round(t, 1), err) for t, ok, err in self.requests if not ok]
+        cut = [(round(s, 1), err or f"{tokens} of {LONG_TOKENS} tokens") for s, _, tokens, err in self.long
+               if tokens != LONG_TOKENS]
+        return short + cut
+
+    def fewest_healthy(self):
+        """The fewest workers the gateway listed healthy at once while the block ran."""
+        return min(sum(listed.values()) for _, listed in self.listings)
+
+    def __enter__(self):
+        for th in self._threads:
+            th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for th in self._threads:
+            th.join()
+
+
+def wait_for_listing(traffic, what, check, timeout=90):
+    """Poll the gateway's listing until check(listing) holds; returns the listing."""
+    deadline, seen = time.monotonic() + timeout, None
+    while True:
+        try:
+            seen = traffic.listing()
+        except (OSError, urllib.error.URLError, ValueError):
+            seen = None
+        if seen is not None and check(seen):
+            return seen
+        assert time.monotonic() < deadline, f"the gateway never listed {what} in {timeout} s; last listing: {seen}"
+        time.sleep(0.5)
