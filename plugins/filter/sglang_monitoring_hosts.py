@@ -118,6 +118,17 @@ def itl_ceiling_ms(min_decode_tps):
     return 1000.0 / float(min_decode_tps)
 
 
+def worker_url(name, hv, args=None):
+    """The host's server as the router (gateway) knows it: sglang_router_worker_url, else the
+    default of roles/sglang_router (http://<ansible_host or name>:<port flag or 30000>), without a
+    trailing slash. Also read by the rollout's batches (plugins/filter/sglang_rollout.py)."""
+    if args is None:
+        args = launch_flags(name, hv)
+    connect = _var(hv, "ansible_host") or name
+    url = _var(hv, "sglang_router_worker_url") or "http://%s:%s" % (connect, args.get("port") or 30000)
+    return str(url).rstrip("/")
+
+
 def host_entry(name, hv, defaults):
     """One SGLang host's plain dict."""
     defaults = defaults or {}
@@ -128,7 +139,7 @@ def host_entry(name, hv, defaults):
     connect = _var(hv, "ansible_host") or name
     address = _var(hv, "sglang_monitoring_address") or connect
     router_url = str(_var(hv, "sglang_router_url") or "").rstrip("/")
-    worker_url = _var(hv, "sglang_router_worker_url") or "http://%s:%s" % (connect, port)
+    worker = worker_url(name, hv, args)
     ttft = per_host["sglang_monitoring_ttft_p99_max_ms"]
     if _blank(ttft):
         ttft = _var(hv, "sglang_verify_max_ttft_ms")
@@ -148,7 +159,7 @@ def host_entry(name, hv, defaults):
         "node_exporter": boolean(per_host["sglang_monitoring_node_exporter"], strict=False),
         "dcgm": boolean(per_host["sglang_monitoring_dcgm"], strict=False),
         "router_url": router_url,
-        "router_worker_url": str(worker_url).rstrip("/") if router_url else "",
+        "router_worker_url": worker if router_url else "",
         "ttft_p99_max_s": _ms_to_s(ttft, "the TTFT p99 limit", name),
         "itl_p99_max_s": _ms_to_s(itl, "the ITL p99 limit", name),
         "min_spec_accept_length": float(floor) if speculative and not _blank(floor) else None,

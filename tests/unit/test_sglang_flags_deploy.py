@@ -32,6 +32,8 @@ CASES = {
     "router-control-plane-open": (
         ({"sglang_router_url": "http://router:30000"}, {}),
         ({"sglang_router_url": "http://router:30000", "sglang_router_api_key": "set"}, {})),
+    "rollout-serial": (({"sglang_rollout_serial": "150%"}, {}), ({"sglang_rollout_serial": [1, "10%", "25%"]}, {})),
+    "rollout-min-serving": (({"sglang_rollout_min_serving": -1}, {}), ({"sglang_rollout_min_serving": "75%"}, {})),
     "sm120-nvfp4-moe-flashinfer": (
         ({"ml_env_packages": ["flashinfer-python==0.6.5", "sglang==0.5.23"]}, NVFP4),
         (SPEC, NVFP4)),
@@ -52,7 +54,8 @@ def test_deploy_rule_fires(rule_id):
     f = rules_of(inputs, args)[rule_id]
     rule = next(r for r in RULES if r["id"] == rule_id)
     assert f["severity"] == rule["severity"] and f["status"] == "violation"
-    assert f["source"].startswith("docs/sglang-versions.md#") and "{" not in f["message"] + f["fix"]
+    assert f["source"].startswith(("docs/sglang-versions.md#", "docs/rollout-growth.md#"))
+    assert "{" not in f["message"] + f["fix"]
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))
