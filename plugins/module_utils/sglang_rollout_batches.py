@@ -15,14 +15,14 @@
   (the fleet), rounded up (a floor: ``"75%"`` of 10 is 8). 0 = no floor.
 
 A pending host is healthy when the gateway lists its worker URL (compared normalised,
-``sglang_router_listing.normalize_url``) as healthy; a host the gateway does not know is not
+``sglang_gateway_listing.normalize_url``) as healthy; a host the gateway does not know is not
 serving, and taking it out costs no capacity. Workers already unhealthy count against the floor.
 """
 
 import math
 import re
 
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_router_listing import normalize_url
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listing import normalize_url
 
 SERIAL_VAR = "sglang_rollout_serial"
 FLOOR_VAR = "sglang_rollout_min_serving"

@@ -26,7 +26,6 @@ options:
   min_serving: {description: "sglang_rollout_min_serving: an int >= 0 or a percentage C(N%) of the workers the gateway lists (rounded up); 0 = no floor. In batch mode, the plan's C(floor).", type: raw, default: 0}
   workers: {description: "The gateway's listing, C([{url, healthy}]). Not given: there is no gateway.", type: list, elements: dict}
   worker_urls: {description: "Host -> its worker URL as the gateway knows it (compared normalised).", type: dict, default: {}}
-  listing_error: {description: "batch: why the gateway's listing could not be read (its module's message); non-empty fails the batch with it.", type: str, default: ""}
 author: [sglang_deploy]
 """
 
@@ -76,7 +75,6 @@ ARGUMENT_SPEC = dict(
     min_serving=dict(type="raw", default=0),
     workers=dict(type="list", elements="dict"),
     worker_urls=dict(type="dict", default={}),
-    listing_error=dict(type="str", default=""),
 )
 
 
@@ -86,10 +84,6 @@ def main():
     try:
         if p["mode"] == "plan":
             result = plan(p["hosts"], p["serial"], p["min_serving"], p["workers"], p["worker_urls"])
-        elif p["listing_error"]:
-            module.fail_json(msg="batch %s may not leave: the gateway's listing could not be read (%s); nothing "
-                                 "of the batch was touched. Fix: check sglang_gateway_url and the gateway, then "
-                                 "run again" % (", ".join(p["hosts"]), p["listing_error"]))
         elif p["workers"] is None:
             result = {"ok": True, "staying": 0, "floor": 0, "fleet": 0,
                       "msg": "batch %s: no gateway, the floor is not enforced" % ", ".join(p["hosts"])}

@@ -4,7 +4,6 @@ filters that deploy.yml's rollout uses (plugins/filter/sglang_rollout.py)."""
 
 import pytest
 
-from ansible.errors import AnsibleFilterError
 from ansible.utils.helpers import pct_to_int
 
 from ansible_collections.sglang.deploy.plugins.filter import sglang_rollout as F
@@ -170,11 +169,7 @@ def test_batch_check_a_worker_missing_from_the_listing_is_not_serving():
     assert not B.check_batch(["h0"], 2, workers[1:2], urls)["ok"]
 
 
-def test_filters():
-    hosts, workers, urls = fleet(3)
-    assert F.batch_ok(workers, ["h0"], 2, urls) and not F.batch_ok(workers, ["h0", "h1"], 2, urls)
-    with pytest.raises(AnsibleFilterError):
-        F.batch_ok([{"url": ""}], ["h0"], 1, urls)
+def test_worker_urls_read_the_override_else_address_and_port():
     hv = {"a": {"ansible_host": "10.0.0.1", "sglang_flags_normalized": {"port": 31000}},
-          "b": {"sglang_router_worker_url": "http://b.example:30000/", "sglang_flags_normalized": {}}}
+          "b": {"sglang_gateway_worker_url": "http://b.example:30000/", "sglang_flags_normalized": {}}}
     assert F.worker_urls(["a", "b"], hv) == {"a": "http://10.0.0.1:31000", "b": "http://b.example:30000"}
