@@ -35,3 +35,14 @@ if ! command -v nft >/dev/null 2>&1 && [ ! -x /usr/sbin/nft ]; then
   apt-get update -q >/dev/null
   apt-get install -y -q --no-install-recommends nftables >/dev/null
 fi
+# smg (roles/sglang_gateway) at the role's pinned version in .cache/smg-venv:
+# tests/integration/test_smg_launcher.py starts the role's launcher under it (and fails without it).
+SMG_VERSION=$(sed -n 's/^sglang_gateway_version: "\(.*\)"$/\1/p' "$ROOT/roles/sglang_gateway/defaults/main.yml")
+SMG_VENV=$ROOT/.cache/smg-venv
+if [ ! -f "$SMG_VENV/.smg-$SMG_VERSION" ]; then
+  rm -rf "$SMG_VENV"
+  "$PYTHON" -m venv "$SMG_VENV"
+  "$SMG_VENV/bin/pip" install -q --disable-pip-version-check "smg==$SMG_VERSION"
+  touch "$SMG_VENV/.smg-$SMG_VERSION"
+  echo "bootstrap: .cache/smg-venv has smg $SMG_VERSION"
+fi

@@ -2,8 +2,8 @@
 
 Three steps, each a filter:
 
-* ``sglang_firewall_sources``: the inventory's sources (the allow list, the router's host from
-  sglang_router_url, the monitoring hosts, the controller's address) split into networks, which
+* ``sglang_firewall_sources``: the inventory's sources (the allow list, the gateway group's
+  hosts, the monitoring hosts, the controller's address) split into networks, which
   go into the ruleset as they are, and host names, which the host itself resolves
   (``getent ahosts``, tasks/plan.yml), plus an error for each entry that is neither;
 * ``sglang_firewall_sets``: networks and resolved names as the two sets of the ruleset (IPv4,
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import urlsplit
 
 # the server's unit checks judge this role's unit variables too, so there is one control-character check.
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as _inputs
@@ -87,10 +86,12 @@ def _classify(value, origin, out):
         out["errors"].append(f"{origin}: {value!r} is neither an address, a network (CIDR) nor a host name")
 
 
-def sglang_firewall_sources(allow, router_url="", monitoring=None, extra_monitoring=None, controller=""):
+def sglang_firewall_sources(allow, gateways=None, monitoring=None, extra_monitoring=None, controller=""):
     """The sources admitted to the port: {"networks": [{network, origin}], "names": [{name,
-    origin}], "errors": [text]}. `monitoring` are the monitoring group's hosts (ansible_host or
-    the inventory name), `controller` the address SSH_CONNECTION names (empty: not admitted)."""
+    origin}], "errors": [text]}. `gateways` are the gateway group's hosts (roles/sglang_gateway:
+    smg sends requests and health checks to the port), `monitoring` the monitoring group's hosts
+    (each ansible_host or the inventory name), `controller` the address SSH_CONNECTION names
+    (empty: not admitted)."""
     out = {"networks": [], "names": [], "errors": []}
     if allow is None:
         allow = []
@@ -99,16 +100,8 @@ def sglang_firewall_sources(allow, router_url="", monitoring=None, extra_monitor
         allow = []
     for item in allow:
         _classify(item, "sglang_firewall_allow", out)
-    url = str(router_url or "").strip()
-    if url:
-        try:
-            host = urlsplit(url if "://" in url else "http://" + url).hostname
-        except ValueError:
-            host = None
-        if host:
-            _classify(host, "sglang_router_url", out)
-        else:
-            out["errors"].append(f"sglang_router_url: no host in {url!r}")
+    for item in gateways or []:
+        _classify(item, "gateway group", out)
     for item in monitoring or []:
         _classify(item, "monitoring group", out)
     for item in extra_monitoring or []:

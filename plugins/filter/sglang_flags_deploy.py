@@ -1,4 +1,4 @@
-"""The rules of scope ``deploy`` (vars/main.yml): what the host's ml_env spec and router
+"""The rules of scope ``deploy`` (vars/main.yml): what the host's ml_env spec and gateway
 settings must hold for its flags, judged offline in the same lint as the flags.
 
 The table carries each rule's severity, message, fix and source; this module decides when it
@@ -10,7 +10,13 @@ applies (as files/sglang_preflight.py does for the ``host`` rules):
 * ``fp4-gemm-cudnn-version``: ``--fp4-gemm-backend flashinfer_cudnn`` while nothing checks the
   ml_env's cuDNN (no nvidia-cudnn entry in ml_env_min_versions, no exact nvidia-cudnn pin of
   at least the minimum in the spec);
-* ``router-control-plane-open``: ``sglang_router_url`` set, ``sglang_router_api_key`` empty;
+* ``rollout-serial``, ``rollout-min-serving``: a malformed ``sglang_rollout_serial`` or
+  ``sglang_rollout_min_serving`` (plugins/module_utils/sglang_rollout_batches.py says why);
+* ``gateway-client-key``: a gateway host (roles/sglang_gateway, smg 1.13) whose client key
+  ``sglang_gateway_api_key`` is set and is not this host's ``sglang_server_api_key``: smg forwards
+  the client's Authorization header to the worker unchanged (measured, roles/sglang_gateway/
+  README.md), so the worker refuses every request. tasks/evaluate.yml compares the keys and passes
+  only ``sglang_gateway_client_key`` ("" none, "same", "other") and the gateway hosts' names;
 * ``sm120-nvfp4-moe-flashinfer``: on SM 12.x, an NVFP4 quantization whose MoE runs on FlashInfer's
   CUTLASS grouped GEMM (``--moe-runner-backend`` flashinfer_cutlass, auto or unset) while the
   spec pins flashinfer-python below the release with its SM120 fixes (FlashInfer PR 2725) or
@@ -27,10 +33,12 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_versio
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as _renderer
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as _reqs
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm as _sm
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_rollout_batches as _rollout
 
 DEPLOY_INPUTS = ("ml_env_packages", "ml_env_packages_nodeps", "ml_env_index_url",
                  "ml_env_extra_index_urls", "ml_env_find_links", "ml_env_min_versions",
-                 "sglang_router_url", "sglang_router_api_key", "cuda_toolkit_version")
+                 "sglang_gateway_hosts", "sglang_gateway_client_key", "cuda_toolkit_version",
+                 "sglang_rollout_serial", "sglang_rollout_min_serving")
 CUBIN_ROOT_INDEX = "https://flashinfer.ai/whl"
 CUBIN_ROOT_ONLY_FROM = "0.6.14"
 CUDNN_MIN = "9.10.2"
@@ -110,6 +118,11 @@ def _nvfp4_moe_unfixed(inputs, args, sm) -> dict:
             else "cuda_toolkit_version"}
 
 
+def _given(inputs, name, default):
+    value = inputs.get(name)
+    return default if value is None else value
+
+
 def _fmt(template, **kw) -> str:
     class _Safe(dict):
         def __missing__(self, key):
@@ -128,14 +141,20 @@ def sglang_flags_deploy_findings(inputs, rules, args=None, waive=None, sm="") ->
         flags = _renderer.sglang_normalize_args(args) if isinstance(args, dict) else {}
     except Exception:  # noqa: BLE001  a bad flag name: sglang_flags_inputs reports it
         flags = {}
-    router = str(inputs.get("sglang_router_url") or "")
+    gateways = inputs.get("sglang_gateway_hosts") or []
+    gateways = ", ".join(str(g) for g in ([gateways] if isinstance(gateways, str) else gateways)) or "the gateway"
     # rule -> {value, flag, other placeholders of its message}; no value: the rule does not apply
     hits = {
         "flashinfer-cubin-index": {"value": ", ".join(_cubin_hits(inputs)), "flag": "ml_env_packages"},
         "fp4-gemm-cudnn-version": {"value": _cudnn_unchecked(inputs, flags), "flag": "fp4-gemm-backend"},
-        "router-control-plane-open": {"value": router if router and not inputs.get("sglang_router_api_key") else "",
-                                      "flag": "sglang_router_url"},
+        "gateway-client-key": {"value": gateways if inputs.get("sglang_gateway_client_key") == "other" else "",
+                               "flag": "sglang_gateway_api_key"},
         "sm120-nvfp4-moe-flashinfer": _nvfp4_moe_unfixed(inputs, flags, sm),
+        # not set (None): the defaults 1 and 0 apply
+        "rollout-serial": {"value": _rollout.serial_problem(_given(inputs, "sglang_rollout_serial", 1)),
+                           "flag": "sglang_rollout_serial"},
+        "rollout-min-serving": {"value": _rollout.floor_problem(_given(inputs, "sglang_rollout_min_serving", 0)),
+                                "flag": "sglang_rollout_min_serving"},
     }
     findings = []
     for rule in rules or []:

@@ -6,7 +6,7 @@ A rule::
     - id: sm120-moe-flashinfer-trtllm      # stable name; used by waivers and in messages
       severity: error                      # error fails the play; warning is shown
       scope: offline                       # offline (here), host (files/sglang_preflight.py) or
-                                           # deploy (sglang_flags_deploy.py: the ml_env spec, router)
+                                           # deploy (sglang_flags_deploy.py: the ml_env spec, gateway)
       applies:                             # every condition given must hold (AND)
         sm: ["12.0", "12.1"]               # GPU compute capability major.minor ("12.*" allowed)
         sglang: {min: "0.5.20", max: null} # min inclusive, max exclusive, PEP 440 ordering

@@ -5,19 +5,18 @@
 
 sglang_monitoring_prometheus_config(hosts, options) -> {global, alerting, rule_files,
 scrape_configs}, where `hosts` is the output of sglang_monitoring_hosts
-(plugins/filter/sglang_monitoring_hosts.py). Jobs: `sglang` (each host's /metrics), `sglang-router`
-(each router's Prometheus port), `node` (node exporters, 9100), `dcgm` (NVIDIA DCGM exporters,
+(plugins/filter/sglang_monitoring_hosts.py) and options["gateways"] that of
+sglang_monitoring_gateways. Jobs: `sglang` (each host's /metrics), `smg` (each gateway host's
+--prometheus-port, label `gateway`), `node` (node exporters, 9100), `dcgm` (NVIDIA DCGM exporters,
 9400), `prometheus` (itself, when it is installed by the role), then the operator's own.
 
 Pure function (unit tests: tests/unit/test_sglang_monitoring_config.py).
 """
 
-from urllib.parse import urlsplit
-
 from ansible.errors import AnsibleFilterError
 
 JOB_SGLANG = "sglang"
-JOB_ROUTER = "sglang-router"
+JOB_GATEWAY = "smg"
 JOB_NODE = "node"
 JOB_DCGM = "dcgm"
 
@@ -57,24 +56,14 @@ def sglang_job(hosts, metrics_path):
     }
 
 
-def router_target(url, metrics_port, overrides):
-    """The router's Prometheus endpoint: an explicit `overrides[url]`, else the URL's host on
-    metrics_port (sglang-router serves /metrics on --prometheus-port, not on its API port)."""
-    if url in (overrides or {}):
-        return str(overrides[url])
-    host = urlsplit(url).hostname
-    if not host:
-        raise AnsibleFilterError("sglang_router_url %r has no host name: write it as http://HOST:PORT" % url)
-    return _hostport(host, metrics_port)
-
-
-def router_job(hosts, metrics_port, overrides):
-    urls = sorted({h["router_url"] for h in hosts if h.get("router_url")})
-    if not urls:
+def gateway_job(gateways):
+    """One static target per gateway host (smg serves /metrics on its --prometheus-port)."""
+    if not gateways:
         return None
     return {
-        "job_name": JOB_ROUTER,
-        "static_configs": [_static(router_target(u, metrics_port, overrides), {"router": u}) for u in urls],
+        "job_name": JOB_GATEWAY,
+        "static_configs": [_static(_hostport(g["address"], g["port"]), {"gateway": g["gateway"]})
+                           for g in sorted(gateways, key=lambda x: x["gateway"])],
     }
 
 
@@ -108,7 +97,7 @@ def prometheus_config(hosts, options=None):
     o = dict(options or {})
     hosts = list(hosts or [])
     jobs = [sglang_job(hosts, o.get("metrics_path") or "/metrics") if hosts else None,
-            router_job(hosts, o.get("router_metrics_port") or 29000, o.get("router_metrics_targets")),
+            gateway_job(o.get("gateways")),
             exporter_job(JOB_NODE, hosts, "node_exporter", o.get("node_exporter_port") or 9100,
                          o.get("node_exporter_targets")),
             exporter_job(JOB_DCGM, hosts, "dcgm", o.get("dcgm_port") or 9400, o.get("dcgm_targets"))]

@@ -6,6 +6,8 @@
 - sglang_monitoring_hosts(hostnames, hostvars, defaults): one plain dict per SGLang host
   (address, port, labels, the thresholds of its alert rules), read from the host's own variables;
   its flags through the one flag model (launch_flags), as its unit is rendered from them.
+- sglang_monitoring_gateways(hostnames, hostvars, default_port): one plain dict per host of the
+  gateway group (roles/sglang_gateway, smg): its name, address and metrics port.
 - flag_hash(args), a function of the entries (not a filter): the flag-set hash the speed gates
   key their baselines by, from the one flag model (plugins/module_utils/sglang_flags_model.py:
   flag names folded, false/null dropped, secrets left out).
@@ -118,6 +120,18 @@ def itl_ceiling_ms(min_decode_tps):
     return 1000.0 / float(min_decode_tps)
 
 
+def worker_url(name, hv, args=None):
+    """The host's server as the gateway knows it: sglang_gateway_worker_url, else the default of
+    roles/sglang_gateway (http://<ansible_host or name>:<port flag or 30000>), without a trailing
+    slash. The one reading: the gateway's registration and the rollout's batches use it
+    (plugins/filter/sglang_rollout.py)."""
+    if args is None:
+        args = launch_flags(name, hv)
+    connect = _var(hv, "ansible_host") or name
+    url = _var(hv, "sglang_gateway_worker_url") or "http://%s:%s" % (connect, args.get("port") or 30000)
+    return str(url).rstrip("/")
+
+
 def host_entry(name, hv, defaults):
     """One SGLang host's plain dict."""
     defaults = defaults or {}
@@ -127,8 +141,6 @@ def host_entry(name, hv, defaults):
     port = args.get("port") or 30000
     connect = _var(hv, "ansible_host") or name
     address = _var(hv, "sglang_monitoring_address") or connect
-    router_url = str(_var(hv, "sglang_router_url") or "").rstrip("/")
-    worker_url = _var(hv, "sglang_router_worker_url") or "http://%s:%s" % (connect, port)
     ttft = per_host["sglang_monitoring_ttft_p99_max_ms"]
     if _blank(ttft):
         ttft = _var(hv, "sglang_verify_max_ttft_ms")
@@ -147,8 +159,6 @@ def host_entry(name, hv, defaults):
         # -e VAR=false arrives as the string "false": Ansible's own boolean rule
         "node_exporter": boolean(per_host["sglang_monitoring_node_exporter"], strict=False),
         "dcgm": boolean(per_host["sglang_monitoring_dcgm"], strict=False),
-        "router_url": router_url,
-        "router_worker_url": str(worker_url).rstrip("/") if router_url else "",
         "ttft_p99_max_s": _ms_to_s(ttft, "the TTFT p99 limit", name),
         "itl_p99_max_s": _ms_to_s(itl, "the ITL p99 limit", name),
         "min_spec_accept_length": float(floor) if speculative and not _blank(floor) else None,
@@ -161,10 +171,28 @@ def hosts(hostnames, hostvars, defaults=None):
     return [host_entry(name, hostvars[name], defaults) for name in sorted(hostnames or [])]
 
 
+def gateways(hostnames, hostvars, default_port=29000):
+    """sglang_monitoring_gateways: the gateway hosts, sorted by name: {gateway, address, port}.
+    The address is the host's sglang_monitoring_address, else ansible_host, else its name; the
+    port its sglang_gateway_metrics_port (smg's --prometheus-port), else `default_port`."""
+    out = []
+    for name in sorted(hostnames or []):
+        hv = hostvars[name]
+        address = _var(hv, "sglang_monitoring_address") or _var(hv, "ansible_host") or name
+        port = _var(hv, "sglang_gateway_metrics_port") or default_port
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            raise AnsibleFilterError("%s: sglang_gateway_metrics_port %r is not a port number" % (name, port)) from None
+        out.append({"gateway": name, "address": str(address), "port": port})
+    return out
+
+
 class FilterModule(object):
     """sglang_monitoring host filters."""
 
     def filters(self):
         return {
             "sglang_monitoring_hosts": hosts,
+            "sglang_monitoring_gateways": gateways,
         }

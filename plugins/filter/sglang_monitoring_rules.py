@@ -4,9 +4,10 @@
 """Filter of the sglang_monitoring role: Prometheus alert rules from the inventory's own gates.
 
 sglang_monitoring_alert_rules(hosts, options) -> {"groups": [...]}, where `hosts` is the output
-of sglang_monitoring_hosts. A threshold that differs between hosts gives one rule per distinct
+of sglang_monitoring_hosts and options["gateways"] that of sglang_monitoring_gateways (the
+`smg` group, when there is a gateway host). A threshold that differs between hosts gives one rule per distinct
 value, matching its hosts by the `host` label; a host whose threshold is unknown or off gets no
-such rule. Metric names are those of SGLang 0.5.23's /metrics and sglang-router 0.3.2's
+such rule. Metric names are those of SGLang 0.5.23's /metrics and smg 1.13.0's
 Prometheus port, as recorded in tests/fixtures, and dcgm-exporter's Xid gauge
 (tests/unit/test_sglang_monitoring_names.py checks every name); why each rule reads what it
 reads: docs/monitoring.md.
@@ -15,7 +16,8 @@ Pure function (promtool tests: tests/prometheus/, run by tests/unit/test_sglang_
 """
 
 SG = 'job="sglang"'
-RT = 'job="sglang-router"'
+GW = 'job="smg"'
+GW_BY = "gateway, instance"
 BY = "host, instance"
 _REGEX_SPECIAL = set("\\.+*?()|[]{}^$")
 
@@ -143,35 +145,43 @@ def threshold_rules(hosts, o):
     return out
 
 
-def router_rules(hosts, o):
-    routers = sorted({h["router_url"] for h in hosts if h.get("router_url")})
-    if not routers:
+def gateway_rules(o):
+    """The smg group: one rule set for every gateway host (the job's `gateway` label tells them
+    apart). smg 1.13.0's names (tests/fixtures/prometheus/metrics-smg-1.13.0-*.txt):
+    smg_worker_health (1 healthy, 0 unhealthy), smg_worker_cb_state (0 closed, 1 open, 2 half
+    open), smg_router_requests_total and smg_router_request_errors_total (counters)."""
+    if not o.get("gateways"):
         return []
-    out = [
-        rule("SGLangRouterDown", "up{%s} == 0" % RT, o["router_down_for"], "critical",
-             "sglang-router {{ $labels.router }} does not answer /metrics",
-             "Prometheus has not scraped {{ $labels.instance }} for %s (the router's --prometheus-port)."
-             % o["router_down_for"]),
-        rule("SGLangRouterWorkerUnhealthy", "smg_worker_health{%s} == 0" % RT, o["router_unhealthy_for"],
-             "critical", "sglang-router lists {{ $labels.worker }} as unhealthy",
-             "The router's health checks of {{ $labels.worker }} fail (smg_worker_health 0) for %s: "
-             "it sends it no request." % o["router_unhealthy_for"]),
+    errors = "sum by (%s) (rate(smg_router_request_errors_total{%s}[%s]))" % (GW_BY, GW, o["gateway_error_window"])
+    requests = "sum by (%s) (rate(smg_router_requests_total{%s}[%s]))" % (GW_BY, GW, o["gateway_error_window"])
+    return [
+        rule("SGLangGatewayDown", "up{%s} == 0" % GW, o["gateway_down_for"], "critical",
+             "smg on {{ $labels.gateway }} does not answer /metrics",
+             "Prometheus has not scraped {{ $labels.instance }} for %s (smg's --prometheus-port, "
+             "sglang_gateway_metrics_port): the gateway is down or unreachable." % o["gateway_down_for"]),
+        rule("SGLangGatewayNoHealthyWorker",
+             "(up{%s} == 1) unless on (%s) (smg_worker_health{%s} == 1)" % (GW, GW_BY, GW),
+             o["gateway_no_worker_for"], "critical",
+             "smg on {{ $labels.gateway }} has no healthy worker",
+             "The gateway answers but lists no worker with smg_worker_health 1 for %s (all unhealthy, "
+             "or none registered: a gateway restart forgets its workers until roles/sglang_gateway "
+             "registers them again): every request through it fails." % o["gateway_no_worker_for"]),
+        rule("SGLangGatewayWorkerUnhealthy", "smg_worker_health{%s} == 0" % GW, o["gateway_unhealthy_for"],
+             "warning", "smg on {{ $labels.gateway }} lists {{ $labels.worker }} as unhealthy",
+             "The gateway's health checks of {{ $labels.worker }} fail (smg_worker_health 0) for %s: "
+             "it sends it no request." % o["gateway_unhealthy_for"]),
+        rule("SGLangGatewayCircuitOpen", "smg_worker_cb_state{%s} == 1" % GW, o["gateway_cb_open_for"],
+             "warning", "smg on {{ $labels.gateway }}: circuit breaker of {{ $labels.worker }} open",
+             "smg_worker_cb_state is 1 (open) for %s: {{ $labels.worker }} failed requests in a row "
+             "(sglang_gateway_cb_failure_threshold) and the gateway routes nothing to it until its "
+             "timeout (sglang_gateway_cb_timeout_duration_secs)." % o["gateway_cb_open_for"]),
+        rule("SGLangGatewayErrorRate", "(%s / %s) > %s" % (errors, requests, o["gateway_error_ratio_max"]),
+             o["gateway_error_for"], "warning",
+             "smg on {{ $labels.gateway }}: {{ $value | humanizePercentage }} of requests fail",
+             "smg_router_request_errors_total / smg_router_requests_total over %s is above %s for %s "
+             "(by error_type: the gateway's /metrics)." % (o["gateway_error_window"], o["gateway_error_ratio_max"],
+                                                          o["gateway_error_for"])),
     ]
-    for h in sorted(hosts, key=lambda x: x["host"]):
-        if not h.get("router_url"):
-            continue
-        r, w = _q(h["router_url"]), _q(h["router_worker_url"])
-        out.append(rule(
-            "SGLangRouterWorkerOut",
-            'absent(smg_worker_health{%s,router="%s",worker="%s"} >= 0) and on () (up{%s,router="%s"} == 1)'
-            % (RT, r, w, RT, r),
-            o["router_out_for"], "critical",
-            "%s is not in sglang-router %s" % (h["host"], h["router_url"]),
-            "The router answers but has not listed %s for %s (removed: smg_worker_health -1, or never "
-            "added). A rollout takes a host out while it restarts; one that could not be restored "
-            "stays out." % (h["router_worker_url"], o["router_out_for"]),
-            labels={"host": h["host"], "worker": h["router_worker_url"], "router": h["router_url"]}))
-    return out
 
 
 def gpu_rules(hosts):
@@ -193,8 +203,9 @@ DEFAULTS = {
     "down_for": "5m", "health_window": "2m", "health_for": "3m", "stall_window": "5m", "stall_for": "5m",
     "latency_window": "10m", "latency_for": "10m", "spec_window": "5m", "spec_for": "15m",
     "running_cap_ratio": 0.9, "running_for": "10m", "kv_usage_max": 0.95, "kv_for": "10m",
-    "restart_window": "15m", "restart_max": 2, "router_down_for": "5m", "router_unhealthy_for": "2m",
-    "router_out_for": "30m",
+    "restart_window": "15m", "restart_max": 2, "gateway_down_for": "5m", "gateway_no_worker_for": "2m",
+    "gateway_unhealthy_for": "10m", "gateway_cb_open_for": "1m", "gateway_error_window": "5m",
+    "gateway_error_ratio_max": 0.05, "gateway_error_for": "5m",
 }
 
 
@@ -204,9 +215,9 @@ def alert_rules(hosts, options=None):
     o.update({k: v for k, v in (options or {}).items() if v not in (None, "")})
     hosts = list(hosts or [])
     groups = [{"name": "sglang", "rules": server_rules(o) + threshold_rules(hosts, o)}]
-    routed = router_rules(hosts, o)
-    if routed:
-        groups.append({"name": "sglang-router", "rules": routed})
+    gated = gateway_rules(o)
+    if gated:
+        groups.append({"name": "smg", "rules": gated})
     gpu = gpu_rules(hosts)
     if gpu:
         groups.append({"name": "gpu", "rules": gpu})

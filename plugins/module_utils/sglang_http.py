@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The one HTTP client of the project's modules (standard library urllib): the probe of
 roles/sglang_verify (through plugins/module_utils/sglang_verify_client.py), the readiness wait of
-roles/sglang_server and the router calls of roles/sglang_router. Shipped with each module as
+roles/sglang_server and the gateway calls of roles/sglang_gateway (plugins/modules/sglang_gateway_worker.py). Shipped with each module as
 ``ansible.module_utils.sglang_http`` (ansible.cfg module_utils)."""
 
 import json

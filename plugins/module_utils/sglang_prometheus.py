@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The one reader of Prometheus' text exposition (an SGLang server's /metrics) for the
 project's modules: the probe of roles/sglang_verify (speculative accept length) and the drain
-of roles/sglang_router (running, queued and active requests). Shipped with each module as
+of roles/sglang_gateway (running, queued and active requests). Shipped with each module as
 ``ansible.module_utils.sglang_prometheus`` (ansible.cfg module_utils)."""
 
 import math

@@ -160,8 +160,8 @@ def test_restore_checks_before_it_writes_anything():
     assert restart > at and set(tasks[restart]["vars"]) == {"sglang_server_restore_unit", "sglang_server_restore_env"}
 
 
-def test_rollback_checks_before_the_host_leaves_the_router():
+def test_rollback_checks_before_the_host_leaves_the_gateway():
     tasks = tasks_of("playbooks/rollback.yml")[0]["tasks"]
     roles = [(t["ansible.builtin.include_role"]["name"], t["ansible.builtin.include_role"].get("tasks_from"))
              for t in tasks]
-    assert roles[:3] == [("sglang_release", "check"), ("sglang_router", "remove"), ("sglang_release", "restore")]
+    assert roles[:3] == [("sglang_release", "check"), ("sglang_gateway", "drain"), ("sglang_release", "restore")]

@@ -33,12 +33,15 @@ CASES = {
     "local-enabled": ("local", {"sglang_firewall_enabled": True, "sglang_firewall_allow": ["172.17.0.1"],
                                 "ansible_host": "10.88.0.2"}),
     "local-nobody": ("local", {"sglang_firewall_enabled": True, "sglang_firewall_monitoring_group": "no_such_group"}),
-    "production-router-drop": ("production", {
-        "sglang_router_url": "http://localhost:30000", "sglang_firewall_action": "drop",
+    "production-gateway-drop": ("production", {
+        "sglang_firewall_action": "drop",
         "sglang_firewall_extra_ports": [30001], "sglang_firewall_allow_monitoring": ["10.9.0.0/24", "fd00::9"],
         # the controller as the host sees it: the client address of SSH_CONNECTION (set below)
         "sglang_firewall_allow_controller": True}),
 }
+# case -> the hosts of a `gateway` group added to the inventory (a second inventory source): the
+# gateway's host is admitted by its address, here localhost as getent resolves it on the host
+GATEWAYS = {"production-gateway-drop": ["localhost"]}
 # the environment a host's module gets over SSH (ansible_connection local passes ours on)
 SSH_CONNECTION = "10.77.0.5 52214 10.77.0.11 22"
 
@@ -64,7 +67,7 @@ def ansible_env(tmp_path):
                 ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_LOCAL_TEMP=str(tmp_path / ".ansible-tmp"))
 
 
-def render(tmp_path, inventory, extra, inventory_dir=None):
+def render(tmp_path, inventory, extra, inventory_dir=None, gateways=()):
     """(ruleset text, unit text) of the inventory's first host."""
     env = ansible_env(tmp_path)
     env.pop("SSH_CONNECTION", None)
@@ -82,7 +85,12 @@ def render(tmp_path, inventory, extra, inventory_dir=None):
     (tmp_path / "extra.json").write_text(json.dumps({
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "sglang_firewall_allow_controller": False, **extra}))
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory_dir or ROOT / "inventories" / inventory),
+    sources = ["-i", str(inventory_dir or ROOT / "inventories" / inventory)]
+    if gateways:
+        (tmp_path / "gateway.yml").write_text(yaml.safe_dump(
+            {"all": {"children": {"gateway": {"hosts": {name: None for name in gateways}}}}}))
+        sources += ["-i", str(tmp_path / "gateway.yml")]
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, *sources,
                            str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -99,7 +107,7 @@ def elements(ruleset, name):
 def rendered(tmp_path_factory):
     out = {}
     for case, (inventory, extra) in CASES.items():
-        out[case] = render(tmp_path_factory.mktemp(case), inventory, extra)
+        out[case] = render(tmp_path_factory.mktemp(case), inventory, extra, gateways=GATEWAYS.get(case, ()))
     return out
 
 
@@ -130,7 +138,7 @@ def test_only_the_sglang_ports_enter_the_table_and_it_replaces_itself(rendered, 
     assert len(re.findall(r"type filter hook", ruleset)) == 1
     chain = ruleset[ruleset.index("chain input {"):ruleset.index("chain sglang_port {")]
     rules = [line.strip() for line in chain.splitlines()[1:] if line.strip() and line.strip() != "}"]
-    ports = "30000, 30001" if case == "production-router-drop" else "30000"
+    ports = "30000, 30001" if case == "production-gateway-drop" else "30000"
     assert rules == ["type filter hook input priority filter; policy accept;", f"tcp dport {{ {ports} }} jump sglang_port"]
 
 
@@ -144,17 +152,18 @@ def test_production_admits_its_placeholder_and_rejects_with_a_reset(rendered):
     assert "ExecStop=-/usr/sbin/nft delete table inet sglang_firewall" in unit
 
 
-def test_router_and_monitoring_are_admitted_and_drop_is_a_drop(rendered):
-    ruleset = rendered["production-router-drop"][0]
-    # localhost (the router URL's host) as getent resolves it on the host, merged with the rest
+def test_gateway_and_monitoring_are_admitted_and_drop_is_a_drop(rendered):
+    ruleset = rendered["production-gateway-drop"][0]
+    # localhost (the gateway group's host) as getent resolves it on the host, merged with the rest
     assert "127.0.0.1" in elements(ruleset, "allowed_v4")
     assert "10.9.0.0/24" in elements(ruleset, "allowed_v4") and "fd00::9" in elements(ruleset, "allowed_v6")
-    assert "localhost -> 127.0.0.1" in ruleset and "(sglang_router_url)" in ruleset
+    assert "localhost -> 127.0.0.1" in ruleset and "(gateway group)" in ruleset
+    assert "gateway group" not in rendered["production"][0]  # the production example's group is empty
     assert "counter drop" in ruleset and "reject" not in ruleset.split("chain sglang_port", 1)[1]
 
 
 def test_the_controller_is_admitted_by_its_ssh_client_address(rendered):
-    ruleset = rendered["production-router-drop"][0]
+    ruleset = rendered["production-gateway-drop"][0]
     assert elements(ruleset, "allowed_v4") == ["10.9.0.0/24", "10.77.0.5", "127.0.0.1", "192.0.2.0/24"]
     assert "#   10.77.0.5 (controller (SSH_CONNECTION))" in ruleset
     assert "10.77.0.5" not in rendered["production"][0]

@@ -74,7 +74,7 @@ def test_every_sglang_host_is_scraped_with_sglang_verifys_flag_hash(rendered):
     assert [s["targets"] for s in statics] == [["%s:%s" % (n, args["port"])] for n in names]
     assert {s["labels"]["flag_hash"] for s in statics} == {model.flag_hash(model.normalize_args(args))}
     assert [s["targets"] for s in jobs["node"]["static_configs"]] == [["%s:9100" % n] for n in names]
-    assert "sglang-router" not in jobs and "dcgm" not in jobs  # no router URL, DCGM off
+    assert "smg" not in jobs and "dcgm" not in jobs  # no gateway host in the inventory, DCGM off
 
 
 def test_thresholds_follow_each_inventory(rendered):
@@ -101,6 +101,26 @@ def test_second_run_changes_nothing(rendered):
     rc, out = playbook(inventory, "-e", "sglang_monitoring_output_dir=%s" % out_dir)
     assert rc == 0, out
     assert recap(out)["changed"] == "0", out
+
+
+def test_a_gateway_host_is_scraped_and_gets_the_smg_rules(tmp_path):
+    """A host in the `gateway` group (a second inventory source): job smg on its address and
+    sglang_gateway_metrics_port, the smg rule group, and promtool accepts both files."""
+    (tmp_path / "gateway.yml").write_text(yaml.safe_dump({"all": {"children": {"gateway": {"hosts": {
+        "gw-1.example.invalid": {"ansible_host": "10.3.0.1", "sglang_gateway_metrics_port": 29100}}}}}}))
+    out_dir = tmp_path / "out"
+    rc, out = playbook("inventories/production", "-i", str(tmp_path / "gateway.yml"),
+                       "-e", "sglang_monitoring_output_dir=%s" % out_dir)
+    assert rc == 0, out
+    jobs = {j["job_name"]: j for j in load(out_dir / "sglang-scrape.yml")["scrape_configs"]}
+    assert jobs["smg"]["static_configs"] == [{"targets": ["10.3.0.1:29100"], "labels": {"gateway": "gw-1.example.invalid"}}]
+    groups = {g["name"]: g for g in load(out_dir / "sglang-rules.yml")["groups"]}
+    assert [r["alert"] for r in groups["smg"]["rules"]] == [
+        "SGLangGatewayDown", "SGLangGatewayNoHealthyWorker", "SGLangGatewayWorkerUnhealthy",
+        "SGLangGatewayCircuitOpen", "SGLangGatewayErrorRate"]
+    for kind, name in (("config", "sglang-scrape.yml"), ("rules", "sglang-rules.yml")):
+        rc, text = run_promtool("check", kind, str(out_dir / name))
+        assert rc == 0, text
 
 
 def test_check_mode_writes_nothing(tmp_path):

@@ -1,8 +1,9 @@
 """The repository's module_utils/ (ansible.cfg module_utils) reach the modules that import them
 when Ansible runs them for real (local connection, this interpreter): the probe's drift of
 roles/sglang_verify reads the flag model, through the same variables a deploy uses, and the
-router and readiness modules of roles/sglang_router and roles/sglang_server load the shared HTTP
-client (the router module its role's module_utils too, as the role is loaded). A module_utils that Ansible cannot find fails before the module runs ("Could not find
+gateway module (plugins/modules/sglang_gateway_worker.py, run by roles/sglang_gateway) and the
+readiness module of roles/sglang_server load the shared HTTP client (the gateway module the
+collection's gateway module_utils too). A module_utils that Ansible cannot find fails before the module runs ("Could not find
 imported module support code")."""
 
 import json
@@ -86,15 +87,15 @@ def test_drift_of_flags_written_with_underscores_passes_in_a_real_run(tmp_path, 
     assert "FAILURES=[]" in out
 
 
-def test_router_module_loads_the_shared_and_its_role_module_utils(tmp_path):
-    """sglang_router_worker imports module_utils/ (HTTP, Prometheus) and its role's own
-    (sglang_router_listing): run as the role runs it, against a router that does not answer."""
-    play = [{"name": "Router", "hosts": "all", "gather_facts": False, "tasks": [
+def test_gateway_module_loads_the_shared_and_its_own_module_utils(tmp_path):
+    """sglang_gateway_worker imports module_utils/ (HTTP, Prometheus, the gateway API and
+    listing): run as the role runs it, against a gateway that does not answer."""
+    play = [{"name": "Gateway", "hosts": "all", "gather_facts": False, "tasks": [
         {"name": "Normalise the flags", "ansible.builtin.include_role": {"name": "sglang_flags", "tasks_from": "model"}},
-        {"name": "Take the worker out", "ansible.builtin.include_role": {"name": "sglang_router", "tasks_from": "remove"}}]}]
+        {"name": "Take the worker out", "ansible.builtin.include_role": {"name": "sglang_gateway", "tasks_from": "drain"}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "extra.json").write_text(json.dumps({
-        "ansible_python_interpreter": sys.executable, "sglang_router_url": "http://127.0.0.1:9",
+        "ansible_python_interpreter": sys.executable, "sglang_gateway_url": "http://127.0.0.1:9",
         "sglang_server_args": {"model_path": "/m", "port": 31000}}))
     rc, out = ansible("ansible-playbook", tmp_path, str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}")
     assert rc != 0 and "Could not find imported module support code" not in out, out

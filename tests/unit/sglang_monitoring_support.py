@@ -17,8 +17,8 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_r
 
 PAGES = [
     os.path.join(ROOT, "tests", "fixtures", "sglang-router", "metrics-sglang-0.5.23-busy.txt"),
-    os.path.join(ROOT, "tests", "fixtures", "prometheus", "metrics-sglang-router-0.3.2-one-unhealthy.txt"),
-    os.path.join(ROOT, "tests", "fixtures", "prometheus", "metrics-sglang-router-0.3.2-one-removed.txt"),
+    os.path.join(ROOT, "tests", "fixtures", "prometheus", "metrics-smg-1.13.0-healthy.txt"),
+    os.path.join(ROOT, "tests", "fixtures", "prometheus", "metrics-smg-1.13.0-one-unhealthy.txt"),
 ]
 # Series Prometheus makes itself for every target.
 PROMETHEUS_SERIES = {"up"}
@@ -28,19 +28,20 @@ PROMETHEUS_SERIES = {"up"}
 DCGM_PUBLISHED = {"DCGM_FI_DEV_XID_ERRORS"}
 DASHBOARD = os.path.join(ROLE, "files", "sglang-fleet-dashboard.json")
 
-# The synthetic fleet of tests/prometheus/README.md.
-ROUTER = "http://router:30000"
+# The synthetic fleet of tests/prometheus/README.md: two SGLang hosts behind one gateway host.
+GATEWAYS = [{"gateway": "gw-1", "address": "gw-1", "port": 29000}]
+OPTIONS = {"gateways": GATEWAYS}
 FLEET = [
     hosts.host_entry("gpu-a", {
         "ansible_host": "10.0.0.1",
         "sglang_server_args": {"port": 30000, "speculative-algorithm": "NEXTN", "served-model-name": "m"},
         "sglang_verify_max_ttft_ms": 1500, "sglang_verify_min_decode_tps": 50,
-        "sglang_monitoring_min_spec_accept_length": 1.3, "sglang_router_url": ROUTER,
+        "sglang_monitoring_min_spec_accept_length": 1.3
     }, {}),
     hosts.host_entry("gpu-b", {
         "ansible_host": "10.0.0.2",
         "sglang_server_args": {"max-running-requests": 64, "served-model-name": "m"},
-        "sglang_verify_max_ttft_ms": 500, "sglang_verify_min_decode_tps": 100, "sglang_router_url": ROUTER,
+        "sglang_verify_max_ttft_ms": 500, "sglang_verify_min_decode_tps": 100
     }, {}),
 ]
 

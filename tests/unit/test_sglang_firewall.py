@@ -1,5 +1,5 @@
 """plugins/filter/sglang_firewall.py: which sources the SGLang port admits
-(allow list, router URL, monitoring hosts, controller), how they become the ruleset's two sets,
+(allow list, gateway hosts, monitoring hosts, controller), how they become the ruleset's two sets,
 and the lint that refuses a wildcard bind without the firewall."""
 
 import os
@@ -40,21 +40,25 @@ def test_a_string_instead_of_a_list_is_an_error():
     assert "a list of addresses" in f.sglang_firewall_sources("10.0.0.0/8")["errors"][0]
 
 
-@pytest.mark.parametrize("url, network, name", [
-    ("http://10.1.2.3:30000", "10.1.2.3", None),
-    ("http://[fd00::5]:8000/", "fd00::5", None),
-    ("https://router.example:443", None, "router.example"),
-    ("router.example:30000", None, "router.example"),
+@pytest.mark.parametrize("host, network, name", [
+    ("10.1.2.3", "10.1.2.3", None),
+    ("fd00::5", "fd00::5", None),
+    ("gw.example", None, "gw.example"),
 ])
-def test_the_router_host_comes_from_sglang_router_url(url, network, name):
-    out = f.sglang_firewall_sources([], router_url=url)
+def test_the_gateway_hosts_are_admitted_by_their_address(host, network, name):
+    out = f.sglang_firewall_sources([], gateways=[host])
     assert [n["network"] for n in out["networks"]] == ([network] if network else [])
     assert [n["name"] for n in out["names"]] == ([name] if name else [])
-    assert all(e["origin"] == "sglang_router_url" for e in out["networks"] + out["names"])
+    assert all(e["origin"] == "gateway group" for e in out["networks"] + out["names"])
 
 
-def test_no_router_no_monitoring_no_controller_admits_only_the_list():
-    out = f.sglang_firewall_sources(["10.0.0.0/8"], router_url="", monitoring=[], controller="")
+def test_a_gateway_host_that_is_no_address_is_an_error():
+    assert f.sglang_firewall_sources([], gateways=["http://gw:1"])["errors"] == [
+        "gateway group: 'http://gw:1' is neither an address, a network (CIDR) nor a host name"]
+
+
+def test_no_gateway_no_monitoring_no_controller_admits_only_the_list():
+    out = f.sglang_firewall_sources(["10.0.0.0/8"], gateways=[], monitoring=[], controller="")
     assert [n["origin"] for n in out["networks"]] == ["sglang_firewall_allow"] and out["names"] == []
 
 
@@ -68,7 +72,7 @@ def test_monitoring_hosts_and_the_controller_are_admitted_with_their_origin():
 
 
 def test_a_name_listed_twice_is_resolved_once():
-    out = f.sglang_firewall_sources(["gw.example"], router_url="http://gw.example:1")
+    out = f.sglang_firewall_sources(["gw.example"], gateways=["gw.example"])
     assert [n["name"] for n in out["names"]] == ["gw.example"]
 
 

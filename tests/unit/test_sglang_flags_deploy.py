@@ -1,5 +1,5 @@
 """The deploy-scope rules of roles/sglang_flags/vars/main.yml, judged by
-plugins/filter/sglang_flags_deploy.py on the host's ml_env spec and router settings: each one
+plugins/filter/sglang_flags_deploy.py on the host's ml_env spec and gateway settings: each one
 fires, has a near miss, and the shipped inventories pass."""
 
 import os
@@ -29,9 +29,11 @@ CASES = {
     "fp4-gemm-cudnn-version": (
         ({"ml_env_packages": ["torch==2.14.1", "nvidia-cudnn-cu13==9.8.0.87"]}, CUDNN),
         ({"ml_env_packages": ["torch==2.14.1"], "ml_env_min_versions": {"nvidia_cudnn_cu13": "9.10.2"}}, CUDNN)),
-    "router-control-plane-open": (
-        ({"sglang_router_url": "http://router:30000"}, {}),
-        ({"sglang_router_url": "http://router:30000", "sglang_router_api_key": "set"}, {})),
+    "rollout-serial": (({"sglang_rollout_serial": "150%"}, {}), ({"sglang_rollout_serial": [1, "10%", "25%"]}, {})),
+    "rollout-min-serving": (({"sglang_rollout_min_serving": -1}, {}), ({"sglang_rollout_min_serving": "75%"}, {})),
+    "gateway-client-key": (
+        ({"sglang_gateway_hosts": ["gw-1"], "sglang_gateway_client_key": "other"}, {}),
+        ({"sglang_gateway_hosts": ["gw-1"], "sglang_gateway_client_key": "same"}, {})),
     "sm120-nvfp4-moe-flashinfer": (
         ({"ml_env_packages": ["flashinfer-python==0.6.5", "sglang==0.5.23"]}, NVFP4),
         (SPEC, NVFP4)),
@@ -52,7 +54,8 @@ def test_deploy_rule_fires(rule_id):
     f = rules_of(inputs, args)[rule_id]
     rule = next(r for r in RULES if r["id"] == rule_id)
     assert f["severity"] == rule["severity"] and f["status"] == "violation"
-    assert f["source"].startswith("docs/sglang-versions.md#") and "{" not in f["message"] + f["fix"]
+    assert f["source"].startswith(("docs/sglang-versions.md#", "docs/rollout-growth.md#"))
+    assert "{" not in f["message"] + f["fix"]
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))
@@ -77,10 +80,13 @@ def test_cudnn_rule_accepts_an_exact_pin_and_ignores_other_backends():
     assert "fp4-gemm-cudnn-version" in rules_of({"ml_env_min_versions": {"nvidia-cudnn-cu13": "9.8"}}, CUDNN)
 
 
-def test_router_key_is_never_copied_into_a_finding():
-    assert rules_of({"sglang_router_url": "", "sglang_router_api_key": ""}) == {}
-    f = rules_of({"sglang_router_url": "http://r:1"})["router-control-plane-open"]
-    assert f["value"] == "http://r:1"
+def test_gateway_rule_names_the_gateway_and_the_fix():
+    assert rules_of({"sglang_gateway_hosts": ["gw-1"], "sglang_gateway_client_key": ""}) == {}
+    assert rules_of({"sglang_gateway_hosts": [], "sglang_gateway_client_key": ""}) == {}
+    f = rules_of({"sglang_gateway_hosts": ["gw-1", "gw-2"], "sglang_gateway_client_key": "other"})["gateway-client-key"]
+    assert f["value"] == "gw-1, gw-2" and f["severity"] == "error"
+    assert "forwards the client's Authorization header" in f["message"] and "401" in f["message"]
+    assert "sglang_server_api_key" in f["fix"] and "empty" in f["fix"]
 
 
 def test_a_waived_deploy_rule_is_a_warning():

@@ -1,11 +1,11 @@
 """plugins/filter/sglang_monitoring_config.py: scrape jobs and labels for
-the SGLang hosts, the router, node and DCGM exporters; promtool accepts the result."""
+the SGLang hosts, the gateway hosts (smg), node and DCGM exporters; promtool accepts the result."""
 
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from sglang_monitoring_support import FLEET, config, hosts, run_promtool
+from sglang_monitoring_support import FLEET, GATEWAYS, config, hosts, run_promtool
 
 
 def jobs(cfg):
@@ -30,12 +30,14 @@ def test_sglang_job_labels_each_host():
     assert "ml_env_generation" not in second["labels"]  # unknown: left out, not empty
 
 
-def test_router_node_and_dcgm_jobs():
+def test_gateway_node_and_dcgm_jobs():
     fleet = [dict(FLEET[0], dcgm=True, node_exporter=True), dict(FLEET[1], node_exporter=False)]
     cfg = config.prometheus_config(fleet, {"dcgm_targets": ["gpu-x:9400", {"target": "gpu-y", "host": "y"}],
-                                           "node_exporter_targets": [{"target": "localhost:9100", "host": "mon"}]})
+                                           "node_exporter_targets": [{"target": "localhost:9100", "host": "mon"}],
+                                           "gateways": GATEWAYS + [{"gateway": "gw-0", "address": "fd00::7", "port": 29001}]})
     by = jobs(cfg)
-    assert by["sglang-router"]["static_configs"] == [{"targets": ["router:29000"], "labels": {"router": "http://router:30000"}}]
+    assert by["smg"]["static_configs"] == [{"targets": ["[fd00::7]:29001"], "labels": {"gateway": "gw-0"}},
+                                           {"targets": ["gw-1:29000"], "labels": {"gateway": "gw-1"}}]
     assert [s["targets"][0] for s in by["node"]["static_configs"]] == ["10.0.0.1:9100", "localhost:9100"]
     assert [(s["targets"][0], s["labels"]["host"]) for s in by["dcgm"]["static_configs"]] == [
         ("10.0.0.1:9400", "gpu-a"), ("gpu-x:9400", "gpu-x"), ("gpu-y:9400", "y")]
@@ -43,8 +45,8 @@ def test_router_node_and_dcgm_jobs():
 
 
 def test_jobs_without_targets_are_left_out():
-    fleet = [dict(h, node_exporter=False, router_url="") for h in FLEET]
-    assert list(jobs(config.prometheus_config(fleet))) == ["sglang"]
+    fleet = [dict(h, node_exporter=False) for h in FLEET]
+    assert list(jobs(config.prometheus_config(fleet, {"gateways": []}))) == ["sglang"]
 
 
 def test_install_mode_parts():
@@ -56,21 +58,6 @@ def test_install_mode_parts():
     assert cfg["rule_files"] == ["/etc/prometheus/sglang-rules.yml"]
     assert cfg["alerting"] == {"alertmanagers": [{"static_configs": [{"targets": ["am:9093"]}]}]}
     assert cfg["global"]["scrape_interval"] == "30s"
-
-
-@pytest.mark.parametrize("url,overrides,target", [
-    ("http://router.example:30000", {}, "router.example:29000"),
-    ("https://10.1.2.3", {}, "10.1.2.3:29000"),
-    ("http://[fd00::1]:30000", {}, "[fd00::1]:29000"),
-    ("http://router.example:30000", {"http://router.example:30000": "metrics.example:9999"}, "metrics.example:9999"),
-])
-def test_router_target(url, overrides, target):
-    assert config.router_target(url, 29000, overrides) == target
-
-
-def test_router_url_without_host_is_named():
-    with pytest.raises(AnsibleFilterError, match="sglang_router_url 'router:30000'"):
-        config.router_target("router:30000", 29000, {})
 
 
 def test_ipv6_host_address():

@@ -56,7 +56,7 @@ def test_production_hosts_thresholds_come_from_their_gates_and_flags():
     assert entry["itl_p99_max_s"] == pytest.approx(1 / 71.6, abs=1e-6)
     assert entry["running_cap"] == 48 and entry["min_spec_accept_length"] == 1.3
     assert entry["model"] == "qwen3.5-397b" and entry["node_exporter"] and not entry["dcgm"]
-    assert entry["router_url"] == "" and entry["router_worker_url"] == ""
+    assert "router_url" not in entry  # the gateway hosts are read on their own (sglang_monitoring_gateways)
 
 
 def test_host_values_win_over_the_fleet_defaults_and_null_switches_off():
@@ -87,16 +87,25 @@ def test_no_speculation_no_accept_length_rule_and_no_gate_no_latency_rule():
     assert entry["port"] == 30000 and entry["flag_hash"] == hosts.flag_hash({})
 
 
-def test_address_and_router_worker_url():
-    hv = {"ansible_host": "10.0.0.5", "sglang_server_args": {"port": 31000},
-          "sglang_router_url": "http://router:30000/"}
+def test_address():
+    hv = {"ansible_host": "10.0.0.5", "sglang_server_args": {"port": 31000}}
     entry = hosts.host_entry("h", hv, {})
     assert (entry["address"], entry["port"]) == ("10.0.0.5", 31000)
-    assert entry["router_url"] == "http://router:30000"
-    assert entry["router_worker_url"] == "http://10.0.0.5:31000"  # sglang_router's own default
-    hv.update(sglang_monitoring_address="172.17.0.3", sglang_router_worker_url="http://w:31000/")
-    entry = hosts.host_entry("h", hv, {})
-    assert entry["address"] == "172.17.0.3" and entry["router_worker_url"] == "http://w:31000"
+    hv.update(sglang_monitoring_address="172.17.0.3")
+    assert hosts.host_entry("h", hv, {})["address"] == "172.17.0.3"
+
+
+def test_gateways_address_and_metrics_port():
+    hv = {"gw-b": {"ansible_host": "10.0.0.9", "sglang_gateway_metrics_port": "29100"},
+          "gw-a": {},
+          "gw-c": {"ansible_host": "10.0.0.8", "sglang_monitoring_address": "172.17.0.8"}}
+    assert hosts.gateways(["gw-b", "gw-a", "gw-c"], hv, 29000) == [
+        {"gateway": "gw-a", "address": "gw-a", "port": 29000},
+        {"gateway": "gw-b", "address": "10.0.0.9", "port": 29100},
+        {"gateway": "gw-c", "address": "172.17.0.8", "port": 29000}]
+    assert hosts.gateways([], hv) == []
+    with pytest.raises(AnsibleFilterError, match="gw-x: sglang_gateway_metrics_port 'x'"):
+        hosts.gateways(["gw-x"], {"gw-x": {"sglang_gateway_metrics_port": "x"}})
 
 
 def test_expected_args_override_is_what_sglang_verify_hashes():

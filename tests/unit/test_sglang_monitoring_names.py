@@ -1,5 +1,5 @@
 """Every metric name that the alert rules and the Grafana dashboard of roles/sglang_monitoring
-read is on a recorded /metrics page (SGLang 0.5.23, sglang-router 0.3.2), and every dashboard
+read is on a recorded /metrics page (SGLang 0.5.23, smg 1.13.0), and every dashboard
 query is valid PromQL (promtool checks it as a recording rule)."""
 
 import json
@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from sglang_monitoring_support import (DASHBOARD, DCGM_PUBLISHED, GPU_FLEET, metric_names, page_names, rules,
-                                       run_promtool)
+from sglang_monitoring_support import (DASHBOARD, DCGM_PUBLISHED, GPU_FLEET, OPTIONS, metric_names, page_names,
+                                       rules, run_promtool)
 
 
 def dashboard_queries():
@@ -39,16 +39,18 @@ def test_metric_names_reader(expr, names):
     assert metric_names(expr) == names
 
 
-def test_pages_hold_sglang_and_router_names():
+def test_pages_hold_sglang_and_gateway_names():
     names = page_names()
     assert "sglang:time_to_first_token_seconds_bucket" in names
     assert "sglang:time_to_first_token_seconds" not in names  # a histogram only by its series
-    assert "smg_worker_health" in names
+    assert {"smg_worker_health", "smg_worker_cb_state", "smg_router_requests_total",
+            "smg_router_request_errors_total", "smg_worker_requests_active"} <= names
+    assert "smg_worker_healthy" not in names and "smg_requests_total" not in names
 
 
 def test_every_rule_reads_recorded_metrics():
     known = page_names() | DCGM_PUBLISHED  # dcgm-exporter's published name: see the support module
-    for group in rules.alert_rules(GPU_FLEET)["groups"]:
+    for group in rules.alert_rules(GPU_FLEET, OPTIONS)["groups"]:
         for rule in group["rules"]:
             used = metric_names(rule["expr"])
             assert used, rule["expr"]
@@ -69,7 +71,9 @@ def test_dashboard_covers_what_operators_look_at():
     text = " ".join(dashboard_queries()[1])
     for name in ("sglang:realtime_tokens_total", "sglang:time_to_first_token_seconds_bucket",
                  "sglang:inter_token_latency_seconds_bucket", "sglang:num_queue_reqs",
-                 "sglang:token_usage", "sglang:spec_accept_length", "resets(sglang:http_requests_total"):
+                 "sglang:token_usage", "sglang:spec_accept_length", "resets(sglang:http_requests_total",
+                 "smg_worker_health", "smg_router_requests_total", "smg_router_request_errors_total",
+                 "smg_worker_cb_state", "smg_worker_requests_active"):
         assert name in text
 
 

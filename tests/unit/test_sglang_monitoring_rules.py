@@ -8,7 +8,7 @@ import shutil
 import pytest
 import yaml
 
-from sglang_monitoring_support import FLEET, GPU_FLEET, ROOT, rules, run_promtool
+from sglang_monitoring_support import FLEET, GPU_FLEET, OPTIONS, ROOT, rules, run_promtool
 
 TESTS = sorted(glob.glob(os.path.join(ROOT, "tests", "prometheus", "*.yml")))
 
@@ -16,7 +16,7 @@ TESTS = sorted(glob.glob(os.path.join(ROOT, "tests", "prometheus", "*.yml")))
 @pytest.fixture(name="rule_dir")
 def fixture_rule_dir(tmp_path):
     with open(tmp_path / "sglang-rules.yml", "w", encoding="utf-8") as handle:
-        yaml.safe_dump(rules.alert_rules(GPU_FLEET), handle, sort_keys=False, width=1000)
+        yaml.safe_dump(rules.alert_rules(GPU_FLEET, OPTIONS), handle, sort_keys=False, width=1000)
     return tmp_path
 
 
@@ -38,27 +38,27 @@ def test_every_alert_has_a_promtool_test():
         with open(path, encoding="utf-8") as handle:
             for case in yaml.safe_load(handle)["tests"]:
                 tested.update(t["alertname"] for t in case.get("alert_rule_test", []) if t.get("exp_alerts"))
-    alerts = {r["alert"] for g in rules.alert_rules(GPU_FLEET)["groups"] for r in g["rules"]}
+    alerts = {r["alert"] for g in rules.alert_rules(GPU_FLEET, OPTIONS)["groups"] for r in g["rules"]}
     assert alerts - tested == set(), "alerts without a firing promtool test"
-    assert len(alerts) == 13
+    assert len(alerts) == 15
 
 
 def test_the_gpu_group_needs_a_host_whose_dcgm_exporter_is_scraped():
-    assert "gpu" not in [g["name"] for g in rules.alert_rules(FLEET)["groups"]]
-    (group,) = [g for g in rules.alert_rules(GPU_FLEET)["groups"] if g["name"] == "gpu"]
+    assert "gpu" not in [g["name"] for g in rules.alert_rules(FLEET, OPTIONS)["groups"]]
+    (group,) = [g for g in rules.alert_rules(GPU_FLEET, OPTIONS)["groups"] if g["name"] == "gpu"]
     assert [r["alert"] for r in group["rules"]] == ["GPUXidError"]
     assert group["rules"][0]["expr"] == 'max by (host, instance, gpu) (DCGM_FI_DEV_XID_ERRORS{job="dcgm"}) > 0'
 
 
 def test_one_rule_per_distinct_threshold():
     by_alert = {}
-    for group in rules.alert_rules(FLEET)["groups"]:
+    for group in rules.alert_rules(FLEET, OPTIONS)["groups"]:
         for rule in group["rules"]:
             by_alert.setdefault(rule["alert"], []).append(rule["expr"])
     assert len(by_alert["SGLangTTFTP99High"]) == 2      # 1.5 s and 0.5 s
     assert len(by_alert["SGLangRunningRequestsNearCap"]) == 2
     assert len(by_alert["SGLangSpecAcceptLengthLow"]) == 1  # only gpu-a speculates
-    assert len(by_alert["SGLangRouterWorkerOut"]) == 2
+    assert len(by_alert["SGLangGatewayDown"]) == 1  # one rule for every gateway host
     assert any('host="gpu-a"' in e and e.endswith("> 1.5") for e in by_alert["SGLangTTFTP99High"])
     assert any(e.endswith(">= 43.2") for e in by_alert["SGLangRunningRequestsNearCap"])
 
@@ -71,9 +71,9 @@ def test_hosts_sharing_a_threshold_share_one_rule_with_escaped_names():
     assert 'host=~"gpu-1\\\\.example|gpu-2\\\\.example"' in exprs[0]
 
 
-def test_no_threshold_no_rule_and_no_router_no_router_group():
-    bare = [dict(FLEET[1], ttft_p99_max_s=None, itl_p99_max_s=None, running_cap=None, router_url="")]
-    out = rules.alert_rules(bare)
+def test_no_threshold_no_rule_and_no_gateway_no_gateway_group():
+    bare = [dict(FLEET[1], ttft_p99_max_s=None, itl_p99_max_s=None, running_cap=None)]
+    out = rules.alert_rules(bare, {"gateways": []})
     assert [g["name"] for g in out["groups"]] == ["sglang"]
     names = {r["alert"] for r in out["groups"][0]["rules"]}
     assert names == {"SGLangDown", "SGLangHealthFailing", "SGLangNoThroughputWhileQueued",
@@ -88,6 +88,18 @@ def test_options_change_windows_and_thresholds():
     assert "[1h]" in by_alert["SGLangRestartLoop"]["expr"] and by_alert["SGLangRestartLoop"]["expr"].endswith("> 2")
     assert by_alert["SGLangKVCacheNearlyFull"]["expr"].endswith("> 0.9")
     assert "for" not in by_alert["SGLangRestartLoop"]
+
+
+def test_gateway_rules_read_smg_names_and_the_error_threshold():
+    out = rules.alert_rules(FLEET, dict(OPTIONS, gateway_error_ratio_max=0.2, gateway_error_window="10m"))
+    (group,) = [g for g in out["groups"] if g["name"] == "smg"]
+    by_alert = {r["alert"]: r for r in group["rules"]}
+    assert set(by_alert) == {"SGLangGatewayDown", "SGLangGatewayNoHealthyWorker", "SGLangGatewayWorkerUnhealthy",
+                             "SGLangGatewayCircuitOpen", "SGLangGatewayErrorRate"}
+    assert by_alert["SGLangGatewayErrorRate"]["expr"] == (
+        '(sum by (gateway, instance) (rate(smg_router_request_errors_total{job="smg"}[10m])) / '
+        'sum by (gateway, instance) (rate(smg_router_requests_total{job="smg"}[10m]))) > 0.2')
+    assert by_alert["SGLangGatewayCircuitOpen"]["expr"] == 'smg_worker_cb_state{job="smg"} == 1'
 
 
 def test_missing_promtool_fails_and_says_how_to_install_it(monkeypatch):

@@ -6,7 +6,7 @@ lint of the hardened unit's variables, offline.
 * plugins/module_utils/sglang_secrets.py redacts every spelling SGLang and Python print a key in;
 * files/sitecustomize.py redacts the keys in everything a Python process (and the workers it
   spawns) writes, as SGLang's journal gets it;
-* the release record drops secret flags; the router is given the worker's key; the readiness
+* the release record drops secret flags; the gateway is given the worker's key; the readiness
   wait sends it and redacts the journal it quotes.
 """
 
@@ -19,7 +19,7 @@ import urllib.parse
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.modules import sglang_router_worker
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_gateway_api
 from ansible_collections.sglang.deploy.plugins.modules import sglang_server_wait
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import public_args
@@ -174,7 +174,7 @@ def test_sitecustomize_leaves_other_output_as_written(tmp_path):
     assert out.getvalue() == text
 
 
-# --- the release record, the router, the readiness wait --------------------------------------------
+# --- the release record, the gateway, the readiness wait --------------------------------------------
 
 def test_the_release_record_keeps_no_secret_flag():
     """plugins/module_utils/sglang_release_state.py public_args, what roles/sglang_release records: no
@@ -186,15 +186,16 @@ def test_the_release_record_keeps_no_secret_flag():
     assert public_args(None) == {}
 
 
-def test_the_router_is_given_the_workers_key(monkeypatch):
+def test_the_gateway_is_given_the_workers_key(monkeypatch):
     sent = []
-    monkeypatch.setattr(sglang_router_worker, "http",
-                        lambda method, url, body=None, timeout=0: sent.append((method, url, body)) or (202, "{}"))
-    router = sglang_router_worker.Router("http://router:30000")
-    router.add("http://w:30000", KEY)
-    router.add("http://w:30000")
-    assert sent == [("POST", "http://router:30000/workers", {"url": "http://w:30000", "api_key": KEY}),
-                    ("POST", "http://router:30000/workers", {"url": "http://w:30000"})]
+    monkeypatch.setattr(sglang_gateway_api.Gateway, "http",
+                        lambda self, method, path, body=None: sent.append((method, path, body)) or (202, "{}"))
+    gateway = sglang_gateway_api.Gateway("http://gw:30080", ADMIN)
+    gateway.add("http://w:30000", KEY)
+    gateway.add("http://w:30000")
+    assert sent == [("POST", "/workers", {"url": "http://w:30000", "api_key": KEY}),
+                    ("POST", "/workers", {"url": "http://w:30000"})]
+    assert gateway.headers["Authorization"] == "Bearer " + ADMIN  # the control-plane key, not the worker's
 
 
 class _Journal:

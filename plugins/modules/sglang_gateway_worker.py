@@ -1,0 +1,319 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Runs on the controller (delegate_to: localhost by default): takes one SGLang server out of an
+# smg 1.13 gateway and lets its in-flight requests finish, puts it back with its key and waits
+# until the gateway routes to it, or lists every worker as the gateway sees it. Standard library
+# only: the gateway's API and the drain are plugins/module_utils/sglang_gateway_api.py, its
+# listing plugins/module_utils/sglang_gateway_listing.py; the measured API is in
+# roles/sglang_gateway/README.md.
+
+DOCUMENTATION = r"""
+---
+module: sglang_gateway_worker
+short_description: Drain an SGLang worker out of an smg gateway, add it back, or list the workers
+description:
+  - Uses the worker API of smg 1.13 (Shepherd Model Gateway), C(GET /workers),
+    C(DELETE /workers/<id>) and C(POST /workers), with the gateway's control-plane admin key
+    as a bearer token.
+  - Both changes are asynchronous (the gateway answers 202); the module polls C(GET /workers)
+    until the change shows, for at most I(timeout) seconds.
+  - With I(state=absent), the gateway marks the worker C(draining) (no new request is routed to
+    it) and drops it from its listing after its drain settle time (5 s, measured); requests
+    already sent keep running on the worker. The module then waits until the worker itself has
+    no running or queued request (C(sglang:num_running_reqs), C(sglang:num_queue_reqs) and
+    C(sglang:http_requests_active) of C(<worker_url>/metrics), SGLang started with
+    C(--enable-metrics)), for at most I(drain_timeout) seconds. Without readable gauges it waits
+    the whole I(drain_timeout) and says so in C(msg).
+  - With I(state=present), it registers the worker with I(worker_api_key) and waits until the
+    gateway lists it healthy and C(ready).
+  - With I(state=listed), it changes nothing and returns every worker with its URL, health and
+    status, and the count of healthy (ready) workers.
+  - URLs are compared normalised (trailing slash stripped, scheme and host lower-cased).
+  - In check mode only C(GET /workers) is sent; C(changed) says whether a change would be made.
+options:
+  gateway_url:
+    description: Base URL of the gateway, e.g. C(http://gateway:30080).
+    type: str
+    required: true
+  admin_api_key:
+    description: A control-plane key of role C(admin) (C(--control-plane-api-keys)); C(GET /workers) also takes a C(user) key.
+    type: str
+  worker_url:
+    description: URL of the SGLang server as the gateway knows it, e.g. C(http://10.0.0.5:30000). Required unless I(state=listed).
+    type: str
+  state:
+    description:
+      - C(absent) removes the worker from the gateway and drains it.
+      - C(present) adds it and waits until the gateway lists it healthy.
+      - C(listed) returns the gateway's workers, changing nothing.
+    type: str
+    required: true
+    choices: [absent, present, listed]
+  timeout:
+    description: Seconds to wait for the gateway to apply the change.
+    type: int
+    default: 120
+  drain_timeout:
+    description:
+      - Seconds to wait, after the removal, for the worker's running and queued requests to
+        reach 0 (I(state=absent) only). C(0) reads the gauges once and does not wait.
+    type: int
+    default: 30
+  worker_api_key:
+    description: The worker's SGLang C(--api-key), sent as C(api_key) of C(POST /workers).
+    type: str
+  poll_interval:
+    description: Seconds between two polls of the gateway or of the worker's metrics.
+    type: float
+    default: 0.5
+  wait_healthy:
+    description:
+      - I(state=listed) only. Read the listing again until at least this many workers, not counting
+        those of I(wait_excluding), are healthy and ready, or I(timeout) passed; the listing is
+        returned either way (C(waited) says how long), the caller judges it. C(0) reads it once.
+    type: int
+    default: 0
+  wait_excluding:
+    description: I(state=listed) only. Worker URLs that I(wait_healthy) does not count (a batch about to leave).
+    type: list
+    elements: str
+    default: []
+author: [sglang_deploy]
+"""
+
+EXAMPLES = r"""
+- name: Take this host out of the gateway before its restart
+  sglang.deploy.sglang_gateway_worker:
+    gateway_url: http://gateway.example:30080
+    admin_api_key: "{{ sglang_gateway_admin_api_key }}"
+    worker_url: "http://{{ ansible_host }}:30000"
+    state: absent
+    drain_timeout: 60
+  delegate_to: localhost
+  no_log: true
+
+- name: Count the workers the gateway routes to
+  sglang.deploy.sglang_gateway_worker:
+    gateway_url: http://gateway.example:30080
+    admin_api_key: "{{ sglang_gateway_admin_api_key }}"
+    state: listed
+  delegate_to: localhost
+  register: gateway_workers
+"""
+
+RETURN = r"""
+gateway_url:
+  description: The gateway URL as given.
+  returned: always
+  type: str
+worker_url:
+  description: The worker URL as given (null for I(state=listed)).
+  returned: always
+  type: str
+worker_id:
+  description: The gateway's id of the worker (before removal, or after addition); null when not listed.
+  returned: always
+  type: str
+drained:
+  description: Whether the worker was seen with 0 running and 0 queued requests after its removal.
+  returned: always
+  type: bool
+drain_seconds:
+  description: Seconds spent draining after the gateway stopped listing the worker.
+  returned: always
+  type: float
+in_flight_at_removal:
+  description: Running + queued requests on the worker at the first reading after its removal; null when unreadable.
+  returned: always
+  type: int
+workers:
+  description: The gateway's workers after the change (before it, in check mode), each with id, url, is_healthy, status, load and healthy (is_healthy and ready, so the gateway routes to it).
+  returned: always
+  type: list
+  elements: dict
+total:
+  description: How many workers the gateway lists.
+  returned: always
+  type: int
+healthy:
+  description: How many of them are healthy and ready (the gateway routes to them).
+  returned: always
+  type: int
+waited:
+  description: Seconds spent reading the listing again for I(wait_healthy).
+  returned: state=listed
+  type: float
+enough:
+  description: Whether at least I(wait_healthy) workers outside I(wait_excluding) were healthy at the end.
+  returned: state=listed
+  type: bool
+msg:
+  description: What was done, or would be done in check mode.
+  returned: always
+  type: str
+"""
+
+import time
+import urllib.parse
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_api import (
+    Gateway,
+    GatewayError,
+    drain,
+    read_in_flight,
+    wait_listing,
+)
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listing import (
+    DRAINING,
+    decide,
+    describe_workers,
+    find_worker,
+    job_note,
+    normalize_url,
+    serving,
+    summary,
+)
+
+
+def look(gateway, p):
+    """The gateway's listing now: (result skeleton, the listed worker or None)."""
+    workers = gateway.workers()
+    worker = find_worker(workers, p["worker_url"]) if p.get("worker_url") else None
+    res = dict(changed=False, worker_url=p.get("worker_url"), gateway_url=p["gateway_url"],
+               worker_id=worker["id"] if worker else None, drained=False, drain_seconds=0.0,
+               in_flight_at_removal=None, **summary(workers))
+    return res, worker
+
+
+def run(gateway, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=read_in_flight):
+    """Look at the gateway, decide, and (unless check_mode) apply p["state"]. The result dict."""
+    res, worker = look(gateway, p)
+    where = "gateway %s" % p["gateway_url"]
+    if p["state"] == "listed":
+        return listed(gateway, p, res, clock, sleep)
+    action = decide(p["state"], worker)
+    if action is None:
+        res["msg"] = "%s %s" % (p["worker_url"], "is not in %s: nothing to remove" % where if p["state"] == "absent"
+                                else "is in %s, healthy and ready" % where)
+        return res
+    if action == "wait_healthy":
+        # listed already (smg answers 409 to a second POST): only the wait, no change of ours
+        return add_and_wait(gateway, p, res, clock, sleep, post=False)
+    res["changed"] = True
+    if check_mode:
+        res["msg"] = ("would remove %s (id %s) from %s and drain it" % (p["worker_url"], worker["id"], where)
+                      if p["state"] == "absent" else "would add %s to %s" % (p["worker_url"], where))
+        return res
+    if p["state"] == "absent":
+        return remove_and_drain(gateway, p, res, worker, clock, sleep, read)
+    if action == "wait_gone_then_add":
+        wait_gone(gateway, p, clock, sleep)
+    return add_and_wait(gateway, p, res, clock, sleep)
+
+
+def listed(gateway, p, res, clock, sleep):
+    """The listing, read again while fewer than wait_healthy workers outside wait_excluding are
+    healthy (until timeout); `waited` is the seconds spent, `enough` whether the count was met."""
+    t0, excluded = clock(), {normalize_url(u) for u in p.get("wait_excluding") or []}
+
+    def others(listing):
+        return sum(1 for w in listing["workers"] if w["healthy"] and normalize_url(w["url"]) not in excluded)
+
+    wanted = p.get("wait_healthy") or 0
+    while others(res) < wanted and clock() - t0 < p["timeout"]:
+        sleep(max(p["poll_interval"], 1.0))
+        res.update(summary(gateway.workers()))
+    res.update(waited=round(clock() - t0, 2), enough=others(res) >= wanted)
+    res["msg"] = "gateway %s lists %s worker(s), %s healthy: %s" % (
+        p["gateway_url"], res["total"], res["healthy"], describe_workers(res["workers"]))
+    return res
+
+
+def wait_gone(gateway, p, clock, sleep):
+    ok, workers, worker = wait_listing(gateway, p["worker_url"], p["timeout"], p["poll_interval"],
+                                       lambda w: w is None, clock, sleep)
+    if not ok:
+        raise GatewayError("gateway %s still lists worker %s (%s) %s s after its removal; it lists: %s"
+                           % (p["gateway_url"], p["worker_url"], worker["status"], p["timeout"],
+                              describe_workers(workers)))
+    return workers
+
+
+def remove_and_drain(gateway, p, res, worker, clock, sleep, read):
+    worker_url = p["worker_url"]
+    t0 = clock()
+    load_at_removal = worker.get("load")
+    if worker["status"] != DRAINING:
+        gateway.remove(worker["id"])
+    workers = wait_gone(gateway, p, clock, sleep)
+    res.update(summary(workers))
+    removed_after = round(clock() - t0, 2)
+    d = drain(worker_url, p["drain_timeout"], p["poll_interval"], read, clock, sleep)
+    res.update(drained=d["drained"], drain_seconds=d["drain_seconds"], in_flight_at_removal=d["in_flight_at_removal"])
+    msg = "removed %s from gateway %s (its load was %s; gone from its listing after %s s); " % (
+        worker_url, p["gateway_url"], load_at_removal, removed_after)
+    if d["drained"]:
+        msg += "no request running or queued after %s s (%s in flight at removal)" % (
+            d["drain_seconds"], d["in_flight_at_removal"])
+    elif d["last"] is not None:
+        msg += "%s request(s) still running or queued after drain_timeout=%s s" % (d["last"], p["drain_timeout"])
+    else:
+        msg += "metrics unreadable (%s): waited the full drain_timeout=%s s instead" % (d["why"], p["drain_timeout"])
+    res["msg"] = msg
+    return res
+
+
+def add_and_wait(gateway, p, res, clock, sleep, post=True):
+    worker_url = p["worker_url"]
+    t0 = clock()
+    job_id = gateway.add(worker_url.rstrip("/"), p.get("worker_api_key")) if post else None
+    ok, workers, worker = wait_listing(gateway, worker_url, p["timeout"], p["poll_interval"], serving, clock, sleep)
+    res.update(summary(workers))
+    res["worker_id"] = worker["id"] if worker else None
+    if not ok:
+        state = ("lists worker %%s as %s" % worker["status"]) if worker else "does not list worker %s"
+        job = gateway.job_status(job_id or (worker or {}).get("id"))
+        raise GatewayError(
+            ("gateway %s " + state + " %s s after %s; it lists: %s%s; check that the gateway can reach %s "
+             "(its /health), that the worker serves, and that sglang_gateway_worker_api_key is the worker's key")
+            % (p["gateway_url"], worker_url, p["timeout"], "POST /workers" if post else "the first look",
+               describe_workers(workers), job_note(job_id, job), worker_url))
+    res["msg"] = "%s %s in gateway %s (listed healthy after %s s)" % (
+        "added" if post else "waited for", worker_url, p["gateway_url"], round(clock() - t0, 2))
+    return res
+
+
+ARGUMENT_SPEC = dict(
+    gateway_url=dict(type="str", required=True),
+    admin_api_key=dict(type="str", no_log=True),
+    worker_url=dict(type="str"),
+    state=dict(type="str", required=True, choices=["absent", "present", "listed"]),
+    timeout=dict(type="int", default=120),
+    drain_timeout=dict(type="int", default=30),
+    worker_api_key=dict(type="str", no_log=True),
+    poll_interval=dict(type="float", default=0.5),
+    wait_healthy=dict(type="int", default=0),
+    wait_excluding=dict(type="list", elements="str", default=[]),
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
+                           required_if=[("state", "absent", ["worker_url"]), ("state", "present", ["worker_url"])])
+    p = module.params
+    for key, var in (("gateway_url", "sglang_gateway_url"), ("worker_url", "sglang_gateway_worker_url")):
+        if p[key] is not None and not urllib.parse.urlsplit(p[key]).scheme.startswith("http"):
+            module.fail_json(msg="%s=%r is not an http(s) URL; check the variable %s" % (key, p[key], var))
+    gateway = Gateway(p["gateway_url"], p["admin_api_key"])
+    try:
+        res = run(gateway, p, module.check_mode)
+    except GatewayError as exc:
+        module.fail_json(msg=str(exc), worker_url=p["worker_url"], gateway_url=p["gateway_url"])
+    if p["state"] == "absent" and res["changed"] and not module.check_mode and not res["drained"]:
+        module.warn(res["msg"])
+    module.exit_json(**res)
+
+
+if __name__ == "__main__":
+    main()
