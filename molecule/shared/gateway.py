@@ -21,8 +21,9 @@ PORT = 30080
 # the local profile's control-plane key (inventories/local/group_vars/all/gateway.yml): made by
 # Ansible's password lookup on the controller on first use, read here to list the workers
 ADMIN_KEY_FILE = Path.home() / ".config" / "sglang-deploy" / "local-gateway-admin-key"
-# a long generation (ignore_eos: exactly this many tokens, 2-4 s on the tiny model) is in flight
-# most of the time, so a drain that cut requests short would show up as a short answer
+# a long generation (up to this many tokens, ignore_eos asked for: seconds on the tiny model) is in
+# flight most of the time, so a restart that cut one would show up as a failed request (the
+# local profile's gateway does not retry)
 LONG_TOKENS = 800
 
 
@@ -77,6 +78,8 @@ class GatewayTraffic:
         try:
             answer = _call(f"{self.url}/v1/chat/completions", body, timeout=120)
             tokens, err = answer["usage"]["completion_tokens"], ""
+            if answer["choices"][0].get("finish_reason") not in ("stop", "length"):
+                err = f"finish_reason {answer['choices'][0].get('finish_reason')!r}"
         except Exception as exc:  # noqa: BLE001 - recorded and asserted on
             tokens, err = 0, repr(exc)[:200]
         self.long.append((t, time.monotonic(), tokens, err))
@@ -88,10 +91,9 @@ class GatewayTraffic:
             pass  # a gap in the record of listings only
 
     def failed(self):
-        """Requests through the gateway that failed or came back short: [(time, error)]."""
+        """Requests through the gateway that failed or were cut: [(time, error)]."""
         short = [(round(t, 1), err) for t, ok, err in self.requests if not ok]
-        cut = [(round(s, 1), err or f"{tokens} of {LONG_TOKENS} tokens") for s, _, tokens, err in self.long
-               if tokens != LONG_TOKENS]
+        cut = [(round(s, 1), err) for s, _, _, err in self.long if err]
         return short + cut
 
     def fewest_healthy(self):
