@@ -90,7 +90,7 @@ lint: tools
 # `python -m pytest`, not the pytest script: the venv's python puts this checkout's ./collections
 # on the path (scripts/collections.sh), whatever path the script's #! line names the venv by
 unit: tools
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 tests
 
 # the fast tier for everyday work (no Docker, no Molecule): yamllint, ansible-lint, lint.yml on
 # both inventories, pytest (unit and integration tests); docs/testing.md gives its time
