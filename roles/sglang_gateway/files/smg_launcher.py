@@ -2,10 +2,12 @@
 # Installed by roles/sglang_gateway as <venv>/bin/smg-launcher and started by the smg unit.
 # smg 1.13 takes its keys only as command-line options (--api-key, --control-plane-api-keys)
 # and reads no file for them; this launcher reads them from the unit's systemd credential
-# (LoadCredential=keys:<config_dir>/keys.json, a root-only 0600 file) and hands them to smg's
-# own parser in-process (smg.launch_router.parse_router_args / launch_router), so they never
-# appear in /proc/<pid>/cmdline or the environment. The other options come from args.json.
-"""Start smg with its keys from a systemd credential."""
+# (LoadCredential=keys:<config_dir>/keys.json, a root-only 0600 file), or, where the unit names
+# the keys file instead (sglang_gateway_keys_credential: false, readable by root and the smg
+# group only), from that file, and hands them to smg's own parser in-process
+# (smg.launch_router.parse_router_args / launch_router), so they never appear in
+# /proc/<pid>/cmdline or the environment. The other options come from args.json.
+"""Start smg with its keys from a systemd credential or a root-owned keys file."""
 
 import json
 import os
@@ -33,9 +35,14 @@ def main():
     with open(config) as handle:
         args = json.load(handle)
     creds = os.environ.get("CREDENTIALS_DIRECTORY")
-    if not creds:
-        sys.exit("smg-launcher: no CREDENTIALS_DIRECTORY: start it from the smg unit (LoadCredential=keys:...)")
-    with open(os.path.join(creds, "keys")) as handle:
+    if creds:
+        path = os.path.join(creds, "keys")
+    elif len(sys.argv) > 2:
+        path = sys.argv[2]
+    else:
+        sys.exit("smg-launcher: no CREDENTIALS_DIRECTORY and no keys file: start it from the smg unit "
+                 "(LoadCredential=keys:..., or the keys file as the second argument)")
+    with open(path) as handle:
         keys = json.load(handle)
     os.environ.pop("CREDENTIALS_DIRECTORY", None)
     from smg.launch_router import launch_router, parse_router_args
