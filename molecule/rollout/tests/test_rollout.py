@@ -296,7 +296,8 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     assert len(accepted) >= len(HOSTS), out[-3000:]
     found = batches(out, "Roll out host by host")
     assert len(found) == 2, f"expected the batches [1, 2], found {len(found)} batches"
-    drained = re.findall(r"removed http://molecule-rollout-\d:30000 from gateway \S+ .*?; no request running or queued after", out)
+    flat = " ".join(out.split())  # the console wraps a long message over lines
+    drained = re.findall(r"removed http://molecule-rollout-\d:30000 from gateway \S+ .*?; no request running or queued after", flat)
     assert len(drained) == len(HOSTS), f"expected a finished drain per host: {drained}\n{out[-3000:]}"
     # batch 1 (host 1) was serving again before batch 2 (hosts 2 and 3) stopped
     down = {h: [t for t, r in probe.samples if not r[h]] for h in HOSTS}
