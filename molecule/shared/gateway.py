@@ -21,10 +21,12 @@ PORT = 30080
 # the local profile's control-plane key (inventories/local/group_vars/all/gateway.yml): made by
 # Ansible's password lookup on the controller on first use, read here to list the workers
 ADMIN_KEY_FILE = Path.home() / ".config" / "sglang-deploy" / "local-gateway-admin-key"
-# a long generation (up to this many tokens, ignore_eos asked for: seconds on the tiny model) is in
-# flight most of the time, so a restart that cut one would show up as a failed request (the
-# local profile's gateway does not retry)
-LONG_TOKENS = 800
+# a long generation (up to this many tokens, ignore_eos asked for: about a second on the tiny
+# model) every LONG_PERIOD seconds, so that one is often in flight when a host is drained and a
+# restart that cut one would show up as a failed request (the local profile's gateway does not
+# retry); not back to back: the servers share 2 cores with the rollout they are measured under
+LONG_TOKENS = 256
+LONG_PERIOD = 2.0
 
 
 def worker_url(host):
@@ -57,7 +59,7 @@ class GatewayTraffic:
         self.listings = []  # (monotonic time, {worker url: healthy})
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=every, args=(period, self._stop, self._ask), daemon=True),
-                         threading.Thread(target=every, args=(0.0, self._stop, self._generate), daemon=True),
+                         threading.Thread(target=every, args=(LONG_PERIOD, self._stop, self._generate), daemon=True),
                          threading.Thread(target=every, args=(0.5, self._stop, self._list), daemon=True)]
 
     def listing(self):
