@@ -1,6 +1,6 @@
-"""Observations of a rolling deploy that the rollout scenario's tests assert on: restarts one
-host at a time (a probe client's samples), starts in the journal and the server's start log,
-the gateway's view of a rollout, the model revisions on a host."""
+"""Observations of a rolling deploy that the rollout scenario's tests assert on: starts in the
+journal and the server's start log, the gateway's view of a rollout, the model revisions on a
+host."""
 
 from __future__ import annotations
 
@@ -15,23 +15,6 @@ def starts_since(host, epoch):
     """How many times systemd started the unit since `epoch` (seconds, host clock)."""
     out = sh(host, f"journalctl -u sglang --since @{int(epoch)} --no-pager -o cat | grep -c '^Started ' || true")
     return int(out or 0)
-
-
-def assert_one_at_a_time(hosts, probe, after):
-    """Restarts in inventory order, each host serving again before the next one stops, and never
-    more than one of the probed hosts down; returns ({host: sample times it was down}, fewest
-    answering at once)."""
-    down = {h: [t for t, r in probe.samples if not r[h]] for h in hosts}
-    for h in hosts:
-        assert down[h], f"the probe never saw {h} restart: sample period too coarse?"
-    for first, second in zip(hosts, hosts[1:]):
-        ready_first = min(t for t, r in probe.samples if t > max(down[first]) and r[first])
-        assert after[second][1] > ready_first, (
-            f"{second} restarted at {after[second][1]:.1f} before {first} served again at {ready_first:.1f}"
-        )
-    worst = min(sum(r.values()) for _, r in probe.samples)
-    assert worst >= len(probe.samples[0][1]) - 1, f"at some moment only {worst} of {len(probe.samples[0][1])} hosts answered"
-    return down, worst
 
 
 def start_records(host):

@@ -24,7 +24,7 @@ from ansible_collections.sglang.deploy.molecule.shared.fleet import (  # noqa: E
 )
 from ansible_collections.sglang.deploy.molecule.shared.gateway import GatewayTraffic, wait_for_listing, worker_url
 from ansible_collections.sglang.deploy.molecule.shared.rollout_checks import (
-    assert_gateway_served_throughout, assert_one_at_a_time, journal_starts, revisions, start_records, starts_since,
+    assert_gateway_served_throughout, journal_starts, revisions, start_records, starts_since,
     time_of,
 )
 
@@ -116,101 +116,6 @@ def test_noop_deploy_restarts_nothing_on_3_2_and_1_hosts_and_reports_its_cost(ba
 # --- tests that restart hosts ---------------------------------------------------------------
 
 
-def test_valid_change_rolls_one_host_at_a_time(baseline):
-    before = {h: unit_state(h) for h in HOSTS}
-    since = float(sh(HOSTS[0], "date +%s"))
-    args = dict(BASE_ARGS, **{"max-total-tokens": CHANGED_TOKENS})
-    with Prober(HOSTS) as probe:
-        _, out, took = deploy({"sglang_server_args": args}, timed=True)
-    after = {h: unit_state(h) for h in HOSTS}
-    for h in HOSTS:
-        assert after[h][0] != before[h][0], f"{h} was not restarted"
-        assert starts_since(h, since) == 1, f"{h} was started more than once"
-        assert f"--max-total-tokens {CHANGED_TOKENS}" in unit_text(h)
-        assert ask(ip_of(h)) == "OK"
-    down, worst = assert_one_at_a_time(HOSTS, probe, after)
-    figure(f"probe samples: {len(probe.samples)}; fewest hosts answering at once: {worst}")
-    stops = [stops_since(h, since) for h in HOSTS]
-    assert all(len(s) == 1 for s in stops), f"expected one stop per host in the journal: {stops}"
-    figure("SGLang's stop (SIGTERM to exit) with the probe client sending straight to each host: "
-           + ", ".join(f"{s[0]:.1f}" for s in stops) + " s")
-    # the playbook's own cost per host: each host's batch of the rollout play (profile_tasks)
-    # minus the server's own stop + start, as the playbook waited on it (systemctl restart, then
-    # the wait for a real generation); and, more conservatively, minus only the time the probe
-    # saw the server not answering
-    (ROOT / "reports" / "rollout-timed.log").write_text(out, encoding="utf-8")  # per-task times
-    found = batches(out, "Roll out host by host")
-    assert len(found) == len(HOSTS), f"expected one rollout batch per host, found {len(found)}"
-    server = [sum(sec for task, sec in b["tasks"]
-                  if "Restart sglang server" in task or "Wait until the server generates" in task)
-              for b in found]
-    assert all(server), f"no restart/wait task timed in a batch: {found}"
-    unavailable = [max(down[h]) - min(down[h]) for h in HOSTS]
-    overhead = [b["seconds"] - s for b, s in zip(found, server)]
-    conservative = [b["seconds"] - u for b, u in zip(found, unavailable)]
-
-    def fmt(values):
-        return ", ".join(f"{v:.1f}" for v in values) + f" s (median {sorted(values)[len(values) // 2]:.1f} s)"
-
-    figure(f"rollout over 3 hosts: {took:.0f} s; before the first batch (lint, preflight, install, "
-           f"validation on all hosts at once): {found[0]['start']:.0f} s; per host batch {fmt([b['seconds'] for b in found])}; "
-           f"server stop + start (restart + wait tasks) {fmt(server)}; not answering to the probe {fmt(unavailable)}")
-    figure(f"playbook overhead per host beyond the server's own stop + start: {fmt(overhead)}; "
-           f"beyond the probe-observed downtime: {fmt(conservative)}; target < 30 s")
-    baseline.mark_good()  # every host verified on the change: a start for the known_good tests
-
-
-@pytest.fixture(name="warm_started")
-def fixture_warm_started(known_good):
-    """Every host serving, with a warm start of its generation in its start log (a restart
-    through deploy.yml: from the baseline a flag change, then the baseline back), made here only
-    where there is none."""
-    cold_only = [h for h in HOSTS if len(start_records(h)[1]) < 2]
-    if cold_only:
-        known_good.ensure_baseline()
-        deploy({"sglang_server_args": dict(BASE_ARGS, **{"max-total-tokens": CHANGED_TOKENS})},
-               args=("-l", ",".join(cold_only)))
-        known_good.ensure_baseline()
-    return known_good
-
-
-@pytest.mark.usefixtures("warm_started")
-def test_each_start_is_logged_cold_then_warm_with_its_seconds_and_a_cache_per_generation():
-    """The first start of a generation on a host is cold (no earlier start of it there), the
-    restarts since are warm (same generation, same cache directory); each record's `seconds`
-    (the unit's start to its first generation, sglang_server_wait) puts the start where the
-    journal has systemd's 'Started sglang.service' (`at` is whole seconds, so the start it gives
-    is up to 1 s early). The figures are reported, not asserted against a speed: the hosts
-    share this machine's 2 cores."""
-    cold, warm, checked = [], [], 0
-    for h in HOSTS:
-        gen, mine = start_records(h)
-        assert f'XDG_CACHE_HOME="/var/cache/sglang/{gen}"' in sh(h, "cat /etc/sglang/sglang.env")
-        assert f"CacheDirectory=sglang/{gen}" in unit_text(h)
-        assert sh(h, f"stat -c %a /var/cache/sglang/{gen}") == "700"
-        assert len(mine) >= 2 and mine[0]["cache"] == "cold", mine
-        assert all(r["cache"] == "warm" for r in mine[1:]), mine
-        assert all(isinstance(r["seconds"], (int, float)) and r["seconds"] > 0 for r in mine), mine
-        started = journal_starts(h)
-        in_journal = [r for r in mine if started and time_of(r) - r["seconds"] >= min(started) - 1]
-        assert in_journal, f"{h}: no start of generation {gen} is in the journal any more: {mine}"
-        for r in in_journal:
-            begun = time_of(r) - r["seconds"]
-            nearest = min(started, key=lambda t, b=begun: abs(t - b))
-            assert -0.5 <= nearest - begun <= 1.5, (
-                f"{h}: a start recorded at {r['at']} after {r['seconds']} s began at {begun:.1f}, but the journal's "
-                f"nearest 'Started sglang.service' is at {nearest:.1f}")
-            checked += 1
-        cold.append(mine[0]["seconds"])
-        warm += [r["seconds"] for r in mine[1:]]
-
-    def med(values):
-        return sorted(values)[len(values) // 2]
-    figure(f"server start to the first generation (local model, 3 hosts): cold {med(cold):.1f} s median "
-           f"({min(cold):.1f}-{max(cold):.1f}, n={len(cold)}), warm {med(warm):.1f} s median "
-           f"({min(warm):.1f}-{max(warm):.1f}, n={len(warm)}); {checked} of them matched to the journal's starts")
-
-
 @pytest.mark.usefixtures("known_good")
 def test_gate_failure_stops_after_first_host_and_restores_it():
     before = {h: unit_state(h) for h in HOSTS}
@@ -275,6 +180,7 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     before = {h: unit_state(h)[0] for h in HOSTS}
     new_dir, old = revision["dir"], TINY_MODEL.rsplit("/", 1)[-1]
     args = dict(BASE_ARGS, **{"max-total-tokens": 6144, "model-path": new_dir})
+    since = float(sh(HOSTS[0], "date +%s"))
     with GatewayTraffic(HOSTS) as gateway, Prober(HOSTS) as probe:
         _, out, took = deploy({"sglang_server_args": args, **revision["vars"], **BATCHES, **ACCEPT}, timed=True)
         time.sleep(1)
@@ -285,6 +191,7 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     after = {h: unit_state(h) for h in HOSTS}
     for h in HOSTS:
         assert after[h][0] != before[h], f"{h} was not restarted"
+        assert starts_since(h, since) == 1, f"{h} was started more than once"
         assert "--max-total-tokens 6144" in unit_text(h) and f"--model-path {new_dir}" in unit_text(h)
         stamp = json.loads(sh(h, f"cat {new_dir}/.sglang-deploy-model.json"))
         assert stamp["revision"] == revision["sha"], stamp
@@ -313,6 +220,19 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
            f"{len(gateway.long)} long generations through it during {took:.0f} s, {len(gateway.failed())} failed or cut; "
            f"fewest healthy workers listed: {gateway.fewest_healthy()}; the change was a new model revision: the Hub "
            f"endpoint asked once for each of its {len(resolved)} files, every host copied it from the shared storage")
+    stops = [stops_since(h, since) for h in HOSTS]
+    assert all(len(s) == 1 for s in stops), f"expected one stop per host in the journal: {stops}"
+    # the playbook's own cost per batch (profile_tasks): the batch minus the server's own stop +
+    # start as the playbook waited on it (the restart task, then the wait for a real generation)
+    (ROOT / "reports" / "rollout-timed.log").write_text(out, encoding="utf-8")  # per-task times
+    server = [sum(sec for task, sec in b["tasks"]
+                  if "Restart sglang server" in task or "Wait until the server generates" in task)
+              for b in found]
+    assert all(server), f"no restart/wait task timed in a batch: {found}"
+    figure("playbook overhead per batch beyond the server's own stop + start: " + ", ".join(
+        f"batch of {n} {b['seconds'] - s:.1f} s (stop + start {s:.1f} s)" for n, b, s in zip((1, 2), found, server))
+        + "; each host's stop (SIGTERM to exit, drained out of the gateway first): "
+        + ", ".join(f"{s[0]:.1f}" for s in stops) + " s")
     figure("rolled change by batch size (3 hosts, batches [1, 2]): before the first batch "
            f"{found[0]['start']:.0f} s; batch of 1 {found[0]['seconds']:.0f} s; batch of 2 {found[1]['seconds']:.0f} s; "
            f"whole run {took:.0f} s")
@@ -392,3 +312,54 @@ def test_subtly_wrong_output_fails_the_quality_gate_and_the_restored_host_rejoin
            f"{degraded.group(1) if degraded else '?'}; {len(gateway.requests)} questions and {len(gateway.long)} long "
            f"generations through the gateway, {len(gateway.failed())} failed or cut; host 1 restored, confirmed and "
            f"back in the gateway; its stops (SIGTERM to exit, drained out of the gateway first): " + ", ".join(f"{x:.1f}" for x in stops) + " s")
+
+
+@pytest.fixture(name="warm_started")
+def fixture_warm_started(known_good):
+    """Every host serving, with a warm start of its generation in its start log (a restart
+    through deploy.yml: from the baseline a flag change, then the baseline back), made here only
+    where there is none."""
+    cold_only = [h for h in HOSTS if len(start_records(h)[1]) < 2]
+    if cold_only:
+        known_good.ensure_baseline()
+        deploy({"sglang_server_args": dict(BASE_ARGS, **{"max-total-tokens": CHANGED_TOKENS})},
+               args=("-l", ",".join(cold_only)))
+        known_good.ensure_baseline()
+    return known_good
+
+
+@pytest.mark.usefixtures("warm_started")
+def test_each_start_is_logged_cold_then_warm_with_its_seconds_and_a_cache_per_generation():
+    """The first start of a generation on a host is cold (no earlier start of it there), the
+    restarts since are warm (same generation, same cache directory); each record's `seconds`
+    (the unit's start to its first generation, sglang_server_wait) puts the start where the
+    journal has systemd's 'Started sglang.service' (`at` is whole seconds, so the start it gives
+    is up to 1 s early). The figures are reported, not asserted against a speed: the hosts
+    share this machine's 2 cores."""
+    cold, warm, checked = [], [], 0
+    for h in HOSTS:
+        gen, mine = start_records(h)
+        assert f'XDG_CACHE_HOME="/var/cache/sglang/{gen}"' in sh(h, "cat /etc/sglang/sglang.env")
+        assert f"CacheDirectory=sglang/{gen}" in unit_text(h)
+        assert sh(h, f"stat -c %a /var/cache/sglang/{gen}") == "700"
+        assert len(mine) >= 2 and mine[0]["cache"] == "cold", mine
+        assert all(r["cache"] == "warm" for r in mine[1:]), mine
+        assert all(isinstance(r["seconds"], (int, float)) and r["seconds"] > 0 for r in mine), mine
+        started = journal_starts(h)
+        in_journal = [r for r in mine if started and time_of(r) - r["seconds"] >= min(started) - 1]
+        assert in_journal, f"{h}: no start of generation {gen} is in the journal any more: {mine}"
+        for r in in_journal:
+            begun = time_of(r) - r["seconds"]
+            nearest = min(started, key=lambda t, b=begun: abs(t - b))
+            assert -0.5 <= nearest - begun <= 1.5, (
+                f"{h}: a start recorded at {r['at']} after {r['seconds']} s began at {begun:.1f}, but the journal's "
+                f"nearest 'Started sglang.service' is at {nearest:.1f}")
+            checked += 1
+        cold.append(mine[0]["seconds"])
+        warm += [r["seconds"] for r in mine[1:]]
+
+    def med(values):
+        return sorted(values)[len(values) // 2]
+    figure(f"server start to the first generation (local model, 3 hosts): cold {med(cold):.1f} s median "
+           f"({min(cold):.1f}-{max(cold):.1f}, n={len(cold)}), warm {med(warm):.1f} s median "
+           f"({min(warm):.1f}-{max(warm):.1f}, n={len(warm)}); {checked} of them matched to the journal's starts")
