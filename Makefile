@@ -77,9 +77,10 @@ ci-demo:
 # stops at both refusals.
 LINT_PRODUCTION_REVISION := 0000000000000000000000000000000000000000
 LINT_NO_KEY := {"sglang_server_allow_no_api_key": "make lint: the API key is in a vault file of the operator, not in the repository"}
-# Molecule installs this collection into ~/.ansible/collections before each scenario (ansible-compat's
-# prepare_environment); ansible-lint resolves the project's modules from that copy first, so a copy
-# from an older checkout fails the lint of a newer one (a module it lacks): it goes first.
+# ansible-lint resolves the project's modules from ~/.ansible/collections first; a copy of this
+# collection there (Molecule's prerun put one before it was turned off in .config/molecule, or an
+# `ansible-galaxy collection install` by hand) from an older checkout fails the lint of a newer
+# one (a module it lacks): it goes first.
 lint: tools
 	rm -rf "$(HOME)/.ansible/collections/ansible_collections/sglang/deploy"
 	$(BIN)/yamllint -s .

@@ -21,6 +21,7 @@ import yaml
 from ansible.parsing.vault import VaultLib, VaultSecret
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import ROOT, figure, ip_of, playbook, sh, unit_state, unit_text  # noqa: E402
+from ansible_collections.sglang.deploy.molecule.shared.gateway import PORT as GATEWAY_PORT, admin_key
 
 testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"
@@ -60,13 +61,14 @@ def _keys_off_at_the_end():
     assert call("/v1/models")[0] == 200
 
 
-def call(path, key=None, body=None, method=None):
-    """(status, body text) of one request from the controller to the host's port."""
+def call(path, key=None, body=None, method=None, port=30000):
+    """(status, body text) of one request from the controller to the host's port (the server's,
+    else the gateway's)."""
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = "Bearer " + key
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://{ip_of(HOST)}:30000{path}", data=data, headers=headers, method=method)
+    req = urllib.request.Request(f"http://{ip_of(HOST)}:{port}{path}", data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:
             return resp.status, resp.read().decode(errors="replace")
@@ -74,9 +76,9 @@ def call(path, key=None, body=None, method=None):
         return exc.code, exc.read().decode(errors="replace")
 
 
-def chat(key=None):
+def chat(key=None, port=30000):
     return call("/v1/chat/completions", key, {"model": "tiny-qwen2", "temperature": 0, "max_tokens": 4,
-                                             "messages": [{"role": "user", "content": "Reply with OK."}]})
+                                             "messages": [{"role": "user", "content": "Reply with OK."}]}, port=port)
 
 
 def answer(key):
@@ -224,3 +226,36 @@ def test_the_unit_is_hardened_and_its_sandbox_applies():
     score = float(re.search(r"Overall exposure level for sglang\.service: ([0-9.]+)", out).group(1))
     figure(f"systemd-analyze security sglang (live, local profile): {score}")
     assert score < 4.0, out[-3000:]
+
+
+def test_behind_a_gateway_the_worker_is_registered_with_its_key_which_shows_nowhere():
+    """smg (roles/sglang_gateway, molecule/default/gateway.yml) on this host, in front of its
+    keyed server: the role registers the server with its (rotated) key, so a client that sends no
+    key is answered through the gateway while the server itself still refuses it; the key is in
+    none of smg's command line, environment, unit, journal or files, the gateway's worker listing,
+    the run's -v output or any other file of the host. smg is stopped afterwards."""
+    _, OUT["gateway.yml -v"], took = playbook("molecule/default/gateway.yml", {}, args=VAULT + ROTATE + ("-v",))
+    try:
+        status, text = chat(port=GATEWAY_PORT)
+        assert status == 200 and json.loads(text)["choices"][0]["message"]["content"].strip() == "OK", (status, text)
+        assert chat()[0] == 401, "the server itself answered a request without its key"
+        pid = sh(HOST, "systemctl show smg -p MainPID --value")
+        assert pid != "0", sh(HOST, "systemctl status smg --no-pager || true")
+        listing = call("/workers", admin_key(), port=GATEWAY_PORT)
+        assert listing[0] == 200 and f"http://{HOST}:30000" in listing[1], listing
+        places = {
+            "gateway.yml -v": OUT["gateway.yml -v"],
+            "the gateway's worker listing": listing[1],
+            "smg command line": sh(HOST, f"tr '\\0' ' ' < /proc/{pid}/cmdline"),
+            "smg environment": sh(HOST, f"tr '\\0' '\\n' < /proc/{pid}/environ"),
+            "smg unit": sh(HOST, "systemctl cat smg; systemctl show smg"),
+            "smg journal": sh(HOST, "journalctl -u smg --no-pager -o cat"),
+            "smg files": sh(HOST, "find /etc/smg /opt/smg -maxdepth 1 -type f -exec cat {} +"),
+        }
+        seen = {where: leaks(text) for where, text in places.items()}
+        seen["host files other than the server's keys file"] = [p for p in _host_files_with_keys() if p != KEYS_FILE]
+        assert {k: v for k, v in seen.items() if v} == {}
+    finally:
+        sh(HOST, "systemctl disable --now smg")
+    figure(f"a keyed worker behind the gateway (smg on its host, registered with the worker's key): installed and "
+           f"registered in {took:.0f} s; answered a client without a key; the key in none of {', '.join(seen)}")
