@@ -10,6 +10,7 @@ tests run once (testinfra_hosts) and in order: each builds on the generations th
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -112,16 +113,21 @@ def test_4_rollback_returns_to_the_first_generation_and_its_unit():
 
 
 def test_5_a_new_generation_that_fails_the_gate_is_undone_with_its_unit():
-    """The rollout switches to the second generation and changes a flag; the gate cannot pass
-    (speed floor the tiny model cannot meet): the host goes back to the first generation and
-    the old unit together, and serves."""
+    """The rollout switches to the second generation and changes a flag; two gates cannot pass:
+    a speed floor the tiny model cannot meet, and a resolved value the CPU server does not pick
+    (it resolves page size 1); the failure quotes both figures and both values, and the host goes
+    back to the first generation and the old unit together, and serves."""
     pid = unit_state(HOST)[0]
     old_unit = unit_text(HOST)
     args = dict(local_vars("sglang")["sglang_server_args"], **{"max-total-tokens": 12288})
-    rc, out, _ = playbook("deploy.yml", dict(SPEC2, sglang_server_args=args, sglang_verify_min_decode_tps=1000000),
-                          expect_rc=None)
+    expect = dict(local_vars("verify")["sglang_verify_expect_resolved"], page_size=16)
+    rc, out, _ = playbook("deploy.yml", dict(SPEC2, sglang_server_args=args, sglang_verify_min_decode_tps=1000000,
+                                             sglang_verify_expect_resolved=expect), expect_rc=None)
     assert rc != 0
-    assert "under the gate of" in out and "last-known-good" in out, out[-3000:]
+    assert "last-known-good" in out, out[-3000:]
+    assert re.search(r"single-stream decode [0-9.]+ tok/s is under the gate of 1000000(\.0)? tok/s", out), \
+        "the failure does not quote the figure under its gate"
+    assert "resolved: page_size is 1 on the server, the profile expects 16" in out, out[-3000:]
     assert link() == STATE["gen1"], "the host was left on the failed generation"
     assert_env_names(STATE["gen1"])
     assert unit_text(HOST) == old_unit
