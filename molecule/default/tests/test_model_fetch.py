@@ -210,7 +210,8 @@ def test_h_a_fetch_that_takes_a_minute_prints_its_progress_on_the_way(hub, tmp_p
         changed, out, took = fetch(hub, model_files_repo_id=repo, model_files_revision=sha,
                                    model_files_dest=f"{ROOT}/slow-weights/{sha}", model_files_progress_interval=10)
         assert changed == 1, out[-3000:]
-        lines = re.findall(rf"\[{HOST}\] fetch {repo}@{sha[:12]}: ([0-9.]+) MB of 62.9 MB \((\d+)%\), (\d) of 2 files, "
+        total = f"{(size + (src / 'config.json').stat().st_size) / 1e6:.1f}"
+        lines = re.findall(rf"\[{HOST}\] fetch {repo}@{sha[:12]}: ([0-9.]+) MB of {total} MB \((\d+)%\), (\d) of 2 files, "
                            r"[^\n]*elapsed[^\n]*", out)
         print("\n".join(m[0] for m in re.finditer(rf"\[{HOST}\] fetch .*", out)))
         assert len(lines) >= 3, out[-3000:]
