@@ -17,6 +17,10 @@
 A pending host is healthy when the gateway lists its worker URL (compared normalised,
 ``sglang_gateway_listing.normalize_url``) as healthy; a host the gateway does not know is not
 serving, and taking it out costs no capacity. Workers already unhealthy count against the floor.
+
+Pending hosts whose server is not running at all (``idle``: a fresh host, a stopped one) serve
+nothing, so a restart there takes nothing out of service: they go first, all in one batch, and
+the serial spec then applies to the serving hosts from its first item (the canary among them).
 """
 
 import math
@@ -120,17 +124,6 @@ def batch_size(item, total):
     return number
 
 
-def ansible_batches(total, spec):
-    """The batch sizes Ansible's serial makes of `total` hosts (the last item repeats)."""
-    sizes, left, index = [], total, 0
-    while left > 0:
-        size = min(batch_size(spec[index], total), left)
-        sizes.append(size)
-        left -= size
-        index = min(index + 1, len(spec) - 1)
-    return sizes
-
-
 def resolve_floor(floor, fleet):
     """The floor as a count of workers: a percentage of the fleet rounded up."""
     kind, number = floor
@@ -195,15 +188,42 @@ class Fleet:
         return "%d healthy%s" % (self.healthy, " (%s)" % "; ".join(parts) if parts else " (none unhealthy)")
 
 
-def plan(hosts, serial=1, min_serving=0, workers=None, worker_urls=None):
-    """The batches of the rollout play for the ordered pending `hosts`.
+def idle_first(hosts, idle):
+    """(the hosts with the idle ones first, how many are idle): both in the given order."""
+    idle = set(idle or [])
+    first = [h for h in hosts if h in idle]
+    return first + [h for h in hosts if h not in idle], len(first)
 
-    workers None: no gateway (the floor cannot be read). Returns {batches, shrunk, enforced,
-    floor, fleet, healthy, msg}; raises RolloutError when the rollout is refused."""
-    hosts = list(hosts or [])
+
+def serial_batches(total, spec, idle_count=0):
+    """The batch sizes for `total` hosts of which the first `idle_count` are idle: those in one
+    batch, then the serial spec over the rest from its first item (a percentage still of all
+    `total` pending hosts, as Ansible's serial counts it)."""
+    rest = total - idle_count
+    sizes, index = [], 0
+    while rest > 0:
+        size = min(batch_size(spec[index], total), rest)
+        sizes.append(size)
+        rest -= size
+        index = min(index + 1, len(spec) - 1)
+    return ([idle_count] if idle_count else []) + sizes
+
+
+def _idle_text(count):
+    return ("; the %d idle host(s) (no server running) first, in one batch" % count) if count else ""
+
+
+def plan(hosts, serial=1, min_serving=0, workers=None, worker_urls=None, idle=None):
+    """The batches of the rollout play for the ordered pending `hosts`, the `idle` ones of them
+    (no server running) first and together.
+
+    workers None: no gateway (the floor cannot be read). Returns {batches, order, idle, shrunk,
+    enforced, floor, fleet, healthy, msg}; raises RolloutError when the rollout is refused."""
+    hosts, idle_count = idle_first(list(hosts or []), idle)
     spec = parse_serial(serial)
     floor_spec = parse_floor(min_serving)
-    given = ansible_batches(len(hosts), spec)
+    given = serial_batches(len(hosts), spec, idle_count)
+    ordered = {"order": hosts, "idle": hosts[:idle_count]}
     if workers is None:
         if floor_spec[1] != 0:
             raise RolloutError(
@@ -211,14 +231,14 @@ def plan(hosts, serial=1, min_serving=0, workers=None, worker_urls=None):
                 "listing of the workers, and without it no batch can be held to it. Nothing was touched. "
                 "Fix: set %s to the gateway that routes to these hosts, or set %s: 0 to roll out "
                 "without a floor (%s)." % (FLOOR_VAR, min_serving, GATEWAY_VAR, GATEWAY_VAR, FLOOR_VAR, DOC))
-        return {"batches": given or [1], "shrunk": False, "enforced": False, "floor": 0, "fleet": 0,
-                "healthy": 0, "msg": "%d pending host(s) in batches %s (%s %r); the floor (%s) is not "
-                                     "enforced without a gateway (%s empty)" % (
-                                         len(hosts), given, SERIAL_VAR, serial, FLOOR_VAR, GATEWAY_VAR)}
+        return dict(ordered, batches=given or [1], shrunk=False, enforced=False, floor=0, fleet=0, healthy=0,
+                    msg="%d pending host(s) in batches %s (%s %r%s); the floor (%s) is not enforced without "
+                        "a gateway (%s empty)" % (len(hosts), given, SERIAL_VAR, serial, _idle_text(idle_count),
+                                                  FLOOR_VAR, GATEWAY_VAR))
     fleet = Fleet(workers, worker_urls)
     floor = resolve_floor(floor_spec, fleet.size)
     budget = fleet.healthy - floor  # healthy workers that may be out at once
-    healthy_pending = [h for h in hosts if fleet.host_healthy(h)]
+    healthy_pending = [h for h in hosts[idle_count:] if fleet.host_healthy(h)]
     if floor > 0 and budget < 1 and healthy_pending:
         raise RolloutError(
             "the rollout is refused before any host is touched: %s, and the gateway lists %s now, so "
@@ -226,7 +246,7 @@ def plan(hosts, serial=1, min_serving=0, workers=None, worker_urls=None):
             "hosts (taking one out needs %d healthy), or lower %s to at most %d (%s)." % (
                 floor_text(min_serving, floor, fleet.size), fleet.describe(hosts), len(healthy_pending),
                 ", ".join(healthy_pending), floor + 1, FLOOR_VAR, max(fleet.healthy - 1, 0), DOC))
-    batches, shrunk, left, index = [], False, list(hosts), 0
+    batches, shrunk, left, index = ([idle_count] if idle_count else []), False, hosts[idle_count:], 0
     while left:
         want = min(batch_size(spec[index], len(hosts)), len(left))
         take, out = 0, 0
@@ -241,12 +261,12 @@ def plan(hosts, serial=1, min_serving=0, workers=None, worker_urls=None):
         batches.append(take)
         left = left[take:]
         index = min(index + 1, len(spec) - 1)
-    msg = "%d pending host(s) in batches %s (%s %r%s); %s; %s" % (
-        len(hosts), batches, SERIAL_VAR, serial,
+    msg = "%d pending host(s) in batches %s (%s %r%s%s); %s; %s" % (
+        len(hosts), batches, SERIAL_VAR, serial, _idle_text(idle_count),
         ", shrunk from %s to keep the floor" % given if shrunk else "",
         floor_text(min_serving, floor, fleet.size), fleet.describe(hosts))
-    return {"batches": batches or [1], "shrunk": shrunk, "enforced": True, "floor": floor,
-            "fleet": fleet.size, "healthy": fleet.healthy, "msg": msg}
+    return dict(ordered, batches=batches or [1], shrunk=shrunk, enforced=True, floor=floor,
+                fleet=fleet.size, healthy=fleet.healthy, msg=msg)
 
 
 def check_batch(batch, min_serving=0, workers=None, worker_urls=None):

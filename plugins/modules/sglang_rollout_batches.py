@@ -18,6 +18,9 @@ description:
     at least the floor; failed with the reason when they are not."
   - A host is healthy when the gateway lists its URL (I(worker_urls)) as healthy; a host the
     gateway does not list is not serving. Workers already unhealthy count against the floor.
+  - "The I(idle) hosts (no server running: a fresh host, a stopped one) serve nothing, so their
+    restart takes nothing out of service: they go first, all in one batch (C(order) puts them
+    first), and the serial spec applies to the other hosts from its first item."
   - Reads nothing but its options; the same in check mode.
 options:
   mode: {description: "C(plan): the batches; C(batch): may this batch leave now?", type: str, choices: [plan, batch], default: plan}
@@ -26,6 +29,7 @@ options:
   min_serving: {description: "sglang_rollout_min_serving: an int >= 0 or a percentage C(N%) of the workers the gateway lists (rounded up); 0 = no floor. In batch mode, the plan's C(floor).", type: raw, default: 0}
   workers: {description: "The gateway's listing, C([{url, healthy}]). Not given: there is no gateway.", type: list, elements: dict}
   worker_urls: {description: "Host -> its worker URL as the gateway knows it (compared normalised).", type: dict, default: {}}
+  idle: {description: "plan: the pending hosts whose server is not running (first, in one batch).", type: list, elements: str, default: []}
 author: [sglang_deploy]
 """
 
@@ -54,6 +58,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 batches: {description: "plan: the batch sizes, for the play's serial (sum = number of hosts; [1] when there is none).", returned: mode plan, type: list, elements: int}
+order: {description: "plan: the pending hosts in the order the batches take them (the idle ones first).", returned: mode plan, type: list, elements: str}
+idle: {description: "plan: the idle pending hosts, the first batch (empty when there is none).", returned: mode plan, type: list, elements: str}
 shrunk: {description: plan, whether a batch was made smaller than the serial spec asks to keep the floor., returned: mode plan, type: bool}
 enforced: {description: plan, whether a floor was applied (false without a gateway)., returned: mode plan, type: bool}
 healthy: {description: plan, the workers the gateway lists as healthy., returned: mode plan, type: int}
@@ -75,6 +81,7 @@ ARGUMENT_SPEC = dict(
     min_serving=dict(type="raw", default=0),
     workers=dict(type="list", elements="dict"),
     worker_urls=dict(type="dict", default={}),
+    idle=dict(type="list", elements="str", default=[]),
 )
 
 
@@ -83,7 +90,7 @@ def main():
     p = module.params
     try:
         if p["mode"] == "plan":
-            result = plan(p["hosts"], p["serial"], p["min_serving"], p["workers"], p["worker_urls"])
+            result = plan(p["hosts"], p["serial"], p["min_serving"], p["workers"], p["worker_urls"], p["idle"])
         elif p["workers"] is None:
             result = {"ok": True, "staying": 0, "floor": 0, "fleet": 0,
                       "msg": "batch %s: no gateway, the floor is not enforced" % ", ".join(p["hosts"])}

@@ -173,3 +173,33 @@ def test_worker_urls_read_the_override_else_address_and_port():
     hv = {"a": {"ansible_host": "10.0.0.1", "sglang_flags_normalized": {"port": 31000}},
           "b": {"sglang_gateway_worker_url": "http://b.example:30000/", "sglang_flags_normalized": {}}}
     assert F.worker_urls(["a", "b"], hv) == {"a": "http://10.0.0.1:31000", "b": "http://b.example:30000"}
+
+
+@pytest.mark.parametrize("serial, batches", [
+    (1, [2, 1, 1, 1]),                     # the idle pair together, then the serving hosts one by one
+    ([1, "50%"], [2, 1, 2]),               # the spec starts again at the serving hosts: a canary of 1
+    ("100%", [2, 3]),
+])
+def test_idle_hosts_go_first_and_together_then_the_serial_spec_from_its_first_item(serial, batches):
+    hosts = ["a", "b", "c", "d", "e"]
+    out = B.plan(hosts, serial, idle=["d", "b"])
+    assert out["order"] == ["b", "d", "a", "c", "e"] and out["idle"] == ["b", "d"]
+    assert out["batches"] == batches and sum(out["batches"]) == len(hosts)
+    assert "the 2 idle host(s) (no server running) first, in one batch" in out["msg"]
+
+
+def test_an_idle_fleet_is_one_batch_and_no_idle_host_changes_nothing():
+    hosts = ["a", "b", "c"]
+    assert B.plan(hosts, 1, idle=hosts)["batches"] == [3]
+    plain = B.plan(hosts, [1, 2], idle=[])
+    assert plain["batches"] == [1, 2] and plain["order"] == hosts and "idle" not in plain["msg"]
+    assert B.plan(hosts, 1, idle=["not-pending"])["batches"] == [1, 1, 1]  # only pending hosts count
+
+
+def test_idle_hosts_cost_no_capacity_under_a_floor():
+    hosts, workers, urls = fleet(4, unhealthy={"h3"})  # h3's server is down: the gateway lists it unhealthy
+    out = B.plan(hosts, 2, 2, workers, urls, idle=["h3"])  # 3 healthy, 2 stay: one serving host out at a time
+    assert out["order"][0] == "h3" and out["batches"] == [1, 1, 1, 1] and out["shrunk"]
+    with pytest.raises(B.RolloutError) as exc:  # 3 healthy, 3 must stay: not even the canary may leave
+        B.plan(hosts, 1, 3, workers, urls, idle=["h3"])
+    assert "not even one of the 3 healthy pending host(s) (h0, h1, h2) may leave" in str(exc.value)
