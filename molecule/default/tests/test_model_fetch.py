@@ -194,12 +194,12 @@ def test_g_the_shared_storage_keeps_what_a_host_names_and_drops_what_none_does(h
         sh(HOST, f"rm -rf {shared} {local}")
 
 
-def test_h_a_fetch_that_takes_a_minute_prints_its_progress_on_the_way(hub, tmp_path):
-    """60 MiB of weights served at 1 MiB/s (the endpoint's rate: a slow link): the fetch runs in the
-    background and the play prints, every 10 s, the bytes and files done of the total, the rate and
+def test_h_a_slow_fetch_prints_its_growing_progress_on_the_way(hub, tmp_path):
+    """32 MiB of weights served at 1 MiB/s (the endpoint's rate: a slow link): the fetch runs in the
+    background and the play prints, every 5 s, the bytes and files done of the total, the rate and
     the time left (roles/model_files' progress task, the sglang_progress callback), growing from
     line to line; the run ends with the revision in place."""
-    size, repo = 60 << 20, "sglang-deploy/slow-weights"
+    size, repo = 32 << 20, "sglang-deploy/slow-weights"
     src = tmp_path / "slow-weights"
     src.mkdir()
     shutil.copy(Path(hub_layout.TINY_QWEN2) / "config.json", src / "config.json")
@@ -208,7 +208,7 @@ def test_h_a_fetch_that_takes_a_minute_prints_its_progress_on_the_way(hub, tmp_p
     hub.rate = 1 << 20
     try:
         changed, out, took = fetch(hub, model_files_repo_id=repo, model_files_revision=sha,
-                                   model_files_dest=f"{ROOT}/slow-weights/{sha}", model_files_progress_interval=10)
+                                   model_files_dest=f"{ROOT}/slow-weights/{sha}", model_files_progress_interval=5)
         assert changed == 1, out[-3000:]
         total = f"{(size + (src / 'config.json').stat().st_size) / 1e6:.1f}"
         lines = re.findall(rf"\[{HOST}\] fetch {repo}@{sha[:12]}: ([0-9.]+) MB of {total} MB \((\d+)%\), (\d) of 2 files, "
@@ -219,7 +219,7 @@ def test_h_a_fetch_that_takes_a_minute_prints_its_progress_on_the_way(hub, tmp_p
         assert done == sorted(done) and len(set(done)) >= 3, f"the progress did not grow: {done}"
         assert re.search(r"[0-9.]+ [kMG]?B/s, about [0-9a-z ]+ left", out), out[-3000:]  # ~1 MB/s: kB/s when just below
         assert sh(HOST, f"test -f {ROOT}/slow-weights/{sha}/.sglang-deploy-model.json && echo stamped") == "stamped"
-        figure(f"model_files: 60 MiB at 1 MiB/s from the Hub endpoint in {took:.0f} s with {len(lines)} progress lines")
+        figure(f"model_files: {size >> 20} MiB at 1 MiB/s from the Hub endpoint in {took:.0f} s with {len(lines)} progress lines")
     finally:
         hub.rate = None
         sh(HOST, f"rm -rf {ROOT}/slow-weights")
