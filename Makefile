@@ -102,10 +102,13 @@ check: lint unit
 # scenario on its first host alone, molecule/rollout/converge.yml); one that finds it reuses it,
 # as a second host would. The order below only lets the later ones reuse what `default` built.
 MOLECULE_SCENARIOS ?= default rollout cuda_toolkit gpu_host
+# the scenarios (script $(2), default one after another), then the figures they measured (also
+# `make test`'s last step, after its setup)
+MOLECULE_RUN = $(or $(2),./scripts/molecule-run.sh) $(1) && \
+  echo "=== figures measured by the scenarios (reports/test-figures.log)" && \
+  { cat reports/test-figures.log 2>/dev/null || echo "(none)"; }
 molecule: setup
-	./scripts/molecule-run.sh $(MOLECULE_SCENARIOS)
-	@echo "=== figures measured by the scenarios (reports/test-figures.log)"
-	@cat reports/test-figures.log 2>/dev/null || echo "(none)"
+	$(call MOLECULE_RUN,$(MOLECULE_SCENARIOS))
 
 # one scenario alone, e.g. `make test-scenario S=rollout` (setup included: image, wheelhouse)
 test-scenario:
@@ -115,8 +118,9 @@ test-scenario:
 # `make test`: `make check` with the scenarios that start no SGLang server and time nothing beside
 # it (MOLECULE_BESIDE_CHECK: the CUDA toolkit's apt path, the GPU host's preflight; pytest leaves
 # about 40% of the 2 cores idle), their log shown once both are done; then the scenarios that
-# serve (MOLECULE_SERVING), one at a time: their speed gates must not share the cores with
-# another scenario.
+# serve (MOLECULE_SERVING) at the same time, each on a core of its own with its containers
+# (scripts/molecule-pinned.sh): their speed gates never share a core with another scenario. Each
+# used about one core on average when they ran one after another on both.
 MOLECULE_BESIDE_CHECK ?= cuda_toolkit gpu_host
 MOLECULE_SERVING ?= default rollout
 test: disk setup
@@ -127,7 +131,7 @@ test: disk setup
 	  echo "=== beside make check: molecule $(MOLECULE_BESIDE_CHECK) (rc=$$brc), its log:"; \
 	  cat reports/molecule-beside-check.log; \
 	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ]
-	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS="$(MOLECULE_SERVING)"
+	$(call MOLECULE_RUN,$(MOLECULE_SERVING),./scripts/molecule-pinned.sh)
 
 BENCH_HOST ?= sglang-local-1
 bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, interleaved pairs, medians
