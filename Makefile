@@ -56,15 +56,17 @@ demo: demo-hosts       ## the main job on the embedded default, Prometheus besid
 demo-down: tools
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml -e local_hosts_state=absent
 
-# CI's run of the README's main command, after `make test`, whose image, wheelhouse, venv and
-# ml_env generation (.cache/ml-envs, complete once Molecule ran) it reuses: new demo hosts from
-# the image built minutes before, `make demo` whole, its time, then the hosts removed whatever
+# CI's run of the README's main command, after `make test`'s Molecule converges, whose image,
+# wheelhouse, venv and ml_env generation (.cache/ml-envs) it reuses: new demo hosts from the
+# image built minutes before, `make demo` whole, its time, then the hosts removed whatever
 # happened. Without a complete generation there, the hosts install their own, as `make demo` does.
+# .ci/run has scripts/molecule-pinned.sh run it on the core the first scenario to end leaves free
+# (LOCAL_HOSTS_CPUSET: its containers on that core too), beside the scenario still running.
 ci-demo:
 	$(MAKE) demo-down >/dev/null
 	start=$$(date +%s); rc=0; \
 	  shared=$$(ls .cache/ml-envs/*/ml-env-generation.json 2>/dev/null | head -n 1); \
-	  $(MAKE) demo DEMO_HOSTS_ARGS="$${shared:+-e local_hosts_ml_envs=$(CURDIR)/.cache/ml-envs}" || rc=$$?; \
+	  $(MAKE) demo DEMO_HOSTS_ARGS="$${shared:+-e local_hosts_ml_envs=$(CURDIR)/.cache/ml-envs}$${LOCAL_HOSTS_CPUSET:+ -e local_hosts_cpuset=$$LOCAL_HOSTS_CPUSET}" || rc=$$?; \
 	  echo "=== make demo took $$(( $$(date +%s) - start )) s (rc=$$rc)"; \
 	  $(MAKE) demo-down >/dev/null || true; exit $$rc
 
@@ -122,7 +124,8 @@ test-scenario:
 # (scripts/molecule-pinned.sh): their speed gates never share a core with another scenario. Each
 # used about one core on average when they ran one after another on both.
 MOLECULE_BESIDE_CHECK ?= cuda_toolkit gpu_host
-MOLECULE_SERVING ?= default rollout
+# rollout first: the longer one (it builds the ml_env generation; default starts once it is there)
+MOLECULE_SERVING ?= rollout default
 test: disk setup
 	mkdir -p reports
 	./scripts/molecule-run.sh $(MOLECULE_BESIDE_CHECK) > reports/molecule-beside-check.log 2>&1 & beside=$$!; \
