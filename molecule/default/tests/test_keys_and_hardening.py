@@ -186,7 +186,11 @@ def _controller_files_with_keys(*dirs):
     found = []
     for top in dirs:
         for path in (p for p in Path(top).rglob("*") if p.is_file()):
-            if leaks(path.read_bytes().decode(errors="replace")):
+            try:
+                text = path.read_bytes().decode(errors="replace")
+            except FileNotFoundError:  # replaced meanwhile (an atomic write of the scenario beside this one)
+                continue
+            if leaks(text):
                 found.append(str(path))
     return found
 
