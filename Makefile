@@ -56,17 +56,15 @@ demo: demo-hosts       ## the main job on the embedded default, Prometheus besid
 demo-down: tools
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml -e local_hosts_state=absent
 
-# CI's run of the README's main command, after `make test`'s Molecule converges, whose image,
-# wheelhouse, venv and ml_env generation (.cache/ml-envs) it reuses: new demo hosts from the
-# image built minutes before, `make demo` whole, its time, then the hosts removed whatever
+# CI's run of the README's main command, after `make test`, whose image, wheelhouse, venv and
+# ml_env generation (.cache/ml-envs, complete once Molecule ran) it reuses: new demo hosts from
+# the image built minutes before, `make demo` whole, its time, then the hosts removed whatever
 # happened. Without a complete generation there, the hosts install their own, as `make demo` does.
-# .ci/run has scripts/molecule-pinned.sh run it on the core the first scenario to end leaves free
-# (LOCAL_HOSTS_CPUSET: its containers on that core too), beside the scenario still running.
 ci-demo:
 	$(MAKE) demo-down >/dev/null
 	start=$$(date +%s); rc=0; \
 	  shared=$$(ls .cache/ml-envs/*/ml-env-generation.json 2>/dev/null | head -n 1); \
-	  $(MAKE) demo DEMO_HOSTS_ARGS="$${shared:+-e local_hosts_ml_envs=$(CURDIR)/.cache/ml-envs}$${LOCAL_HOSTS_CPUSET:+ -e local_hosts_cpuset=$$LOCAL_HOSTS_CPUSET}" || rc=$$?; \
+	  $(MAKE) demo DEMO_HOSTS_ARGS="$${shared:+-e local_hosts_ml_envs=$(CURDIR)/.cache/ml-envs}" || rc=$$?; \
 	  echo "=== make demo took $$(( $$(date +%s) - start )) s (rc=$$rc)"; \
 	  $(MAKE) demo-down >/dev/null || true; exit $$rc
 
@@ -104,9 +102,9 @@ check: lint unit
 # scenario on its first host alone, molecule/rollout/converge.yml); one that finds it reuses it,
 # as a second host would. The order below only lets the later ones reuse what `default` built.
 MOLECULE_SCENARIOS ?= default rollout cuda_toolkit gpu_host
-# the scenarios (script $(2), default one after another), then the figures they measured (also
-# `make test`'s last step, after its setup)
-MOLECULE_RUN = $(or $(2),./scripts/molecule-run.sh) $(1) && \
+# the scenarios one after another, then the figures they measured (also `make test`'s last
+# step, after its own setup)
+MOLECULE_RUN = ./scripts/molecule-run.sh $(1) && \
   echo "=== figures measured by the scenarios (reports/test-figures.log)" && \
   { cat reports/test-figures.log 2>/dev/null || echo "(none)"; }
 molecule: setup
@@ -120,12 +118,10 @@ test-scenario:
 # `make test`: `make check` with the scenarios that start no SGLang server and time nothing beside
 # it (MOLECULE_BESIDE_CHECK: the CUDA toolkit's apt path, the GPU host's preflight; pytest leaves
 # about 40% of the 2 cores idle), their log shown once both are done; then the scenarios that
-# serve (MOLECULE_SERVING) at the same time, each on a core of its own with its containers
-# (scripts/molecule-pinned.sh): their speed gates never share a core with another scenario. Each
-# used about one core on average when they ran one after another on both.
+# serve (MOLECULE_SERVING), one at a time: their speed gates must not share the cores with
+# another scenario.
 MOLECULE_BESIDE_CHECK ?= cuda_toolkit gpu_host
-# rollout first: the longer one (it builds the ml_env generation; default starts once it is there)
-MOLECULE_SERVING ?= rollout default
+MOLECULE_SERVING ?= default rollout
 test: disk setup
 	mkdir -p reports
 	./scripts/molecule-run.sh $(MOLECULE_BESIDE_CHECK) > reports/molecule-beside-check.log 2>&1 & beside=$$!; \
@@ -134,7 +130,7 @@ test: disk setup
 	  echo "=== beside make check: molecule $(MOLECULE_BESIDE_CHECK) (rc=$$brc), its log:"; \
 	  cat reports/molecule-beside-check.log; \
 	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ]
-	$(call MOLECULE_RUN,$(MOLECULE_SERVING),./scripts/molecule-pinned.sh)
+	$(call MOLECULE_RUN,$(MOLECULE_SERVING))
 
 BENCH_HOST ?= sglang-local-1
 bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, interleaved pairs, medians
