@@ -188,7 +188,7 @@ def _controller_files_with_keys(*dirs):
         for path in (p for p in Path(top).rglob("*") if p.is_file()):
             try:
                 text = path.read_bytes().decode(errors="replace")
-            except FileNotFoundError:  # replaced meanwhile (an atomic write of the scenario beside this one)
+            except FileNotFoundError:  # gone or replaced since the listing (an atomic write): nothing to read
                 continue
             if leaks(text):
                 found.append(str(path))
