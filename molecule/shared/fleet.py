@@ -112,18 +112,25 @@ def every(period, stop, step, max_seconds=None):
 
 
 class Prober:
-    """Asks every host a real question every `period` s while the `with` block runs."""
+    """Asks every host a real question every `period` s while the `with` block runs. With
+    `models`, GET /v1/models instead: it answers while the server's process serves HTTP and holds
+    nothing a drain or a stop waits for (a question in flight holds SGLang 0.5.23's stop, and
+    /health is a generation of at least a second there: roles/sglang_server/README.md, "How long
+    a stop takes")."""
 
-    def __init__(self, hosts, period=0.5, max_seconds=900):
+    def __init__(self, hosts, period=0.5, max_seconds=900, models=False):
         self.hosts = list(hosts)
         self.ips = {h: ip_of(h) for h in self.hosts}
-        self.period, self.max_seconds = period, max_seconds
+        self.period, self.max_seconds, self.models = period, max_seconds, models
         self.samples = []  # (monotonic time, {host: answered correctly})
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _one(self, host):
         try:
+            if self.models:
+                with urllib.request.urlopen(f"http://{self.ips[host]}:30000/v1/models", timeout=5) as resp:
+                    return resp.status == 200
             return ask(self.ips[host], timeout=5) == "OK"
         except Exception:  # noqa: BLE001 - any failure means "not serving"
             return False

@@ -160,7 +160,9 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     new_dir, old = revision["dir"], TINY_MODEL.rsplit("/", 1)[-1]
     args = dict(BASE_ARGS, **{"max-total-tokens": 6144, "model-path": new_dir})
     since = float(sh(HOSTS[0], "date +%s"))
-    with GatewayTraffic(HOSTS) as gateway, Prober(HOSTS) as probe:
+    # each host's own state from its model listing: no question sent past the gateway (one in
+    # flight would hold the drained server's stop, as no client of a gateway would)
+    with GatewayTraffic(HOSTS) as gateway, Prober(HOSTS, models=True) as probe:
         _, out, took = deploy({"sglang_server_args": args, **revision["vars"], **BATCHES, **ACCEPT}, timed=True)
         time.sleep(1)
     final = wait_for_listing(gateway, "every host healthy", lambda seen: seen == {worker_url(h): True for h in HOSTS})
