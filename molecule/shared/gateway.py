@@ -26,7 +26,7 @@ ADMIN_KEY_FILE = Path.home() / ".config" / "sglang-deploy" / "local-gateway-admi
 # restart that cut one would show up as a failed request (the local profile's gateway does not
 # retry); not back to back: the servers share 2 cores with the rollout they are measured under
 LONG_TOKENS = 256
-LONG_PERIOD = 2.0
+LONG_PERIOD = 3.0
 
 
 def worker_url(host):
@@ -51,7 +51,7 @@ def _call(url, body=None, key=None, timeout=10):
 class GatewayTraffic:
     """Clients and a listing sampler on the deployed gateway for the duration of a `with` block."""
 
-    def __init__(self, hosts, period=0.25):
+    def __init__(self, hosts, period=0.5):
         self.url = f"http://{ip_of(GATEWAY)}:{PORT}"
         self.workers = {h: worker_url(h) for h in hosts}
         self.requests = []  # (monotonic time, answered "OK", error text)
