@@ -2,7 +2,7 @@
 (``ansible_collections.sglang.deploy.plugins.{modules,module_utils,filter}``): scripts/collections.sh
 links the checkout into ./collections and puts that folder on the venv's path, the way Ansible
 finds it through ansible.cfg collections_path."""
-import importlib.util
+import importlib
 import json
 import os
 
@@ -26,15 +26,13 @@ def fixture_run_module(capsys):
     return run
 
 
-# Role files that run on a host without the collection (no package to import them by name): the
-# one place tests load such a file by its path.
+# a role file that runs on the gateway host as a script (tests/integration/test_smg_launcher.py
+# starts it by this path, as the unit does)
 SMG_LAUNCHER = os.path.join(ROOT, "roles", "sglang_gateway", "files", "smg_launcher.py")
 
 
 @pytest.fixture(name="smg_launcher", scope="session")
 def fixture_smg_launcher():
-    """roles/sglang_gateway/files/smg_launcher.py as a module (it imports smg only in main())."""
-    spec = importlib.util.spec_from_file_location("smg_launcher", SMG_LAUNCHER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """roles/sglang_gateway/files/smg_launcher.py as a module (it imports smg only in main()): a
+    script on the gateway host, imported here by its name in the collection like any other file."""
+    return importlib.import_module("ansible_collections.sglang.deploy.roles.sglang_gateway.files.smg_launcher")

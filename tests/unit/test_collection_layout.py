@@ -31,12 +31,9 @@ SKIP = {".venv", ".cache", ".git", "collections", "reports", ".pytest_cache", "_
 PYTHON_TOPS = ["plugins", "roles", "tests", "molecule", "scripts"]
 TASK_TOPS = ["roles", "playbooks", "molecule", "tests", ".config", "deploy.yml"]
 # relative path -> why that file must load Python by its path. None does: gpu_admit_measure.py,
-# a script on the GPU host, finds its siblings because Python puts a script's folder on sys.path.
-# file -> why it loads Python by its path
-BY_PATH_ALLOWED = {
-    "tests/conftest.py": "roles/sglang_gateway/files/smg_launcher.py runs on the gateway host without the "
-                         "collection (no package name): the one loader of it (fixture smg_launcher)",
-}
+# a script on the GPU host, finds its siblings because Python puts a script's folder on sys.path,
+# and the tests import the role files they exercise by name (roles.<role>.files.<file>).
+BY_PATH_ALLOWED = {}
 LOADERS = {"spec_from_file_location", "SourceFileLoader", "run_path", "load_source", "addsitedir", "__path__"}
 SYS_PATH_CHANGES = {"insert", "append", "extend", "__setitem__", "__iadd__"}
 PLUGIN_FOLDERS = ["library", "module_utils", "filter_plugins", "callback_plugins", "lookup_plugins",
