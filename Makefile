@@ -57,14 +57,16 @@ demo-down: tools
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml -e local_hosts_state=absent
 
 # CI's run of the README's main command, after `make test`, whose image, wheelhouse, venv and
-# ml_env generation (.cache/ml-envs, complete once Molecule ran) it reuses: new demo hosts from
-# the image built minutes before, `make demo` whole, its time, then the hosts removed whatever
-# happened. Without a complete generation there, the hosts install their own, as `make demo` does.
+# ml_env generation it reuses: new demo hosts from the image built minutes before, `make demo`
+# whole, its time, then the hosts removed whatever happened. A complete generation the
+# scenarios built is linked into .cache/ml-envs/demo (scripts/ml-envs-seed.sh) and mounted at
+# the hosts' /root/ml-envs; without one the hosts install their own, as `make demo` does.
 ci-demo:
 	$(MAKE) demo-down >/dev/null
 	start=$$(date +%s); rc=0; \
-	  shared=$$(ls .cache/ml-envs/*/ml-env-generation.json 2>/dev/null | head -n 1); \
-	  $(MAKE) demo DEMO_HOSTS_ARGS="$${shared:+-e local_hosts_ml_envs=$(CURDIR)/.cache/ml-envs}" || rc=$$?; \
+	  envs=$$(./scripts/ml-envs-seed.sh demo); \
+	  shared=$$(ls "$$envs"/*/ml-env-generation.json 2>/dev/null | head -n 1); \
+	  $(MAKE) demo DEMO_HOSTS_ARGS="$${shared:+-e local_hosts_ml_envs=$$envs}" || rc=$$?; \
 	  echo "=== make demo took $$(( $$(date +%s) - start )) s (rc=$$rc)"; \
 	  $(MAKE) demo-down >/dev/null || true; exit $$rc
 
@@ -99,11 +101,11 @@ check: lint unit
 
 # Each scenario sets up what it needs, so they run alone and in any order: a scenario that finds
 # no complete ml_env generation in .cache/ml-envs builds one from the wheelhouse (the rollout
-# scenario on its first host alone, molecule/rollout/converge.yml); one that finds it reuses it,
-# as a second host would. The order below only lets the later ones reuse what `default` built.
+# scenario on its first host alone, molecule/rollout/converge.yml); one that finds it there
+# (linked into its own .cache/ml-envs/<scenario> by scripts/ml-envs-seed.sh) reuses it, as a
+# second host would. The order below only lets the later ones reuse what `default` built.
 MOLECULE_SCENARIOS ?= default rollout cuda_toolkit gpu_host
-# the scenarios one after another, then the figures they measured (also `make test`'s last
-# step, after its own setup)
+# the scenarios one after another, then the figures they measured
 MOLECULE_RUN = ./scripts/molecule-run.sh $(1) && \
   echo "=== figures measured by the scenarios (reports/test-figures.log)" && \
   { cat reports/test-figures.log 2>/dev/null || echo "(none)"; }
@@ -115,22 +117,38 @@ test-scenario:
 	@test -n "$(S)" || { echo "usage: make test-scenario S=<one of: $(MOLECULE_SCENARIOS)>"; exit 2; }
 	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS="$(S)"
 
-# `make test`: `make check` with the scenarios that start no SGLang server and time nothing beside
-# it (MOLECULE_BESIDE_CHECK: the CUDA toolkit's apt path, the GPU host's preflight; pytest leaves
-# about 40% of the 2 cores idle), their log shown once both are done; then the scenarios that
-# serve (MOLECULE_SERVING), one at a time: their speed gates must not share the cores with
-# another scenario.
+# `make test`, in two phases that each keep both cores busy (one scenario alone leaves about half
+# of them idle: one host's tasks run one after another):
+# 1. `make check`, with beside it the scenarios that start no SGLang server and time nothing
+#    (MOLECULE_BESIDE_CHECK: the CUDA toolkit's apt path, the GPU host's preflight) and the
+#    first serving scenario brought up to its converge (it builds the ml_env generation);
+# 2. that scenario's verifier beside the other serving scenario, whole (it gets the generation
+#    as hard links). Their timings are taken under each other's load: the tests record no speed
+#    baseline (molecule/shared/fleet.py), so no regression gate compares figures measured under
+#    different load; the absolute floors, probes and quality gate still judge every change.
+# Each log is shown once its phase is done; `make test-scenario` still runs one alone.
 MOLECULE_BESIDE_CHECK ?= cuda_toolkit gpu_host
-MOLECULE_SERVING ?= default rollout
+MOLECULE_FIRST ?= default
+MOLECULE_SECOND ?= rollout
 test: disk setup
 	mkdir -p reports
 	./scripts/molecule-run.sh $(MOLECULE_BESIDE_CHECK) > reports/molecule-beside-check.log 2>&1 & beside=$$!; \
+	  ./scripts/molecule-run.sh --until converge $(MOLECULE_FIRST) > reports/molecule-first-up.log 2>&1 & up=$$!; \
 	  rc=0; $(MAKE) --no-print-directory check || rc=$$?; \
-	  brc=0; wait $$beside || brc=$$?; \
+	  brc=0; wait $$beside || brc=$$?; urc=0; wait $$up || urc=$$?; \
 	  echo "=== beside make check: molecule $(MOLECULE_BESIDE_CHECK) (rc=$$brc), its log:"; \
 	  cat reports/molecule-beside-check.log; \
-	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ]
-	$(call MOLECULE_RUN,$(MOLECULE_SERVING))
+	  echo "=== beside make check: molecule $(MOLECULE_FIRST) up to its converge (rc=$$urc), its log:"; \
+	  cat reports/molecule-first-up.log; \
+	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ] && [ $$urc -eq 0 ] || { $(BIN)/molecule destroy -s $(MOLECULE_FIRST) >/dev/null 2>&1; exit 1; }
+	./scripts/molecule-run.sh --from verify $(MOLECULE_FIRST) > reports/molecule-first-verify.log 2>&1 & first=$$!; \
+	  rc=0; ./scripts/molecule-run.sh $(MOLECULE_SECOND) || rc=$$?; \
+	  frc=0; wait $$first || frc=$$?; \
+	  echo "=== beside molecule $(MOLECULE_SECOND): molecule $(MOLECULE_FIRST)'s verifier (rc=$$frc), its log:"; \
+	  cat reports/molecule-first-verify.log; \
+	  echo "=== figures measured by the scenarios (reports/test-figures.log)"; \
+	  cat reports/test-figures.log 2>/dev/null || echo "(none)"; \
+	  [ $$rc -eq 0 ] && [ $$frc -eq 0 ]
 
 BENCH_HOST ?= sglang-local-1
 bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, interleaved pairs, medians

@@ -30,7 +30,8 @@ def fixture_gen1():
     """The first generation (the inventory spec's): active after deploy.yml as the scenario's
     converge ran it (no change when the files before this one left the host there). After the
     module: the second generation removed unless it is active; the generations live in the
-    shared .cache/ml-envs (6.6 GiB each), and the later scenarios need the room."""
+    scenario's .cache/ml-envs/default (6.6 GiB each, the first one hard links shared with the
+    other scenarios), and the disk needs the room."""
     playbook("deploy.yml", {})
     yield link()
     gen2 = generation_of(SPEC2)
