@@ -215,8 +215,11 @@ def test_h_a_slow_fetch_prints_its_growing_progress_on_the_way(hub, tmp_path):
                            r"[^\n]*elapsed[^\n]*", out)
         print("\n".join(m[0] for m in re.finditer(rf"\[{HOST}\] fetch .*", out)))
         assert len(lines) >= 3, out[-3000:]
+        # huggingface_hub writes the file in chunks of about 10.5 MB: at 1 MiB/s the bytes done
+        # step every ~10 s (10.5, 21.0, 31.5 MB) while a line comes every 5 s; how many steps
+        # the lines catch depends on the machine's load, that they grow does not
         done = [float(mb) for mb, _, _ in lines]
-        assert done == sorted(done) and len(set(done)) >= 3, f"the progress did not grow: {done}"
+        assert done == sorted(done) and len(set(done)) >= 2, f"the progress did not grow: {done}"
         assert re.search(r"[0-9.]+ [kMG]?B/s, about [0-9a-z ]+ left", out), out[-3000:]  # ~1 MB/s: kB/s when just below
         assert sh(HOST, f"test -f {ROOT}/slow-weights/{sha}/.sglang-deploy-model.json && echo stamped") == "stamped"
         figure(f"model_files: {size >> 20} MiB at 1 MiB/s from the Hub endpoint in {took:.0f} s with {len(lines)} progress lines")
