@@ -27,6 +27,11 @@ _LIMITS = (
     ("min_top1", "top-1 agreement", -1),
 )
 _FIGURE = {"min_top1": "top1"}
+# Two logprobs closer than this are a tie: SGLang reports float32 logprobs (about 2e-6 apart at
+# -30), and tokens whose logits are equal get equal logprobs, listed in whatever order the top-k
+# kernel returns them. A reference token within this of the new maximum is still the top token
+# (docs/quality-gate.md, Ties).
+TIE_EPSILON = 1e-5
 ACCEPT_HINT = "-e sglang_verify_quality_accept=true"
 RESET_HINT = "-e sglang_verify_quality_reset=true"
 
@@ -76,10 +81,22 @@ def k3(ref_lp, new_lp):
     return math.exp(r) - 1.0 - r
 
 
-def compare_prompt(ref, scored, free_ids=None):
+def is_top(top, token, logprob, tie_epsilon=TIE_EPSILON):
+    """(agrees, argmax id, its logprob): ``token`` with ``logprob`` is the top token of ``top``
+    (one position's top-k) when no entry beats it by more than ``tie_epsilon``, whichever of
+    tied tokens the list names first. An empty top-k agrees (nothing to compare with)."""
+    q = _top_map(top)
+    if not q:
+        return True, None, None
+    argmax = max(q, key=lambda tok: (q[tok], tok == token))
+    return argmax == token or float(logprob) >= q[argmax] - tie_epsilon, argmax, q[argmax]
+
+
+def compare_prompt(ref, scored, free_ids=None, tie_epsilon=TIE_EPSILON):
     """Figures of one prompt. ``ref``: the reference entry (``ids``, ``logprobs``, ``top``,
     ``texts``); ``scored``: the new server's teacher-forced scoring of ``ref['ids']``
-    (``logprobs``, ``top``, ``texts``); ``free_ids``: its own greedy continuation."""
+    (``logprobs``, ``top``, ``texts``); ``free_ids``: its own greedy continuation. A position
+    agrees when the reference token is the new top token within ``tie_epsilon`` (is_top)."""
     ids, ref_lp, ref_top = ref.get("ids") or [], ref.get("logprobs") or [], ref.get("top") or []
     new_lp, new_top = scored.get("logprobs") or [], scored.get("top") or []
     n = min(len(ids), len(ref_lp), len(new_lp))
@@ -89,9 +106,10 @@ def compare_prompt(ref, scored, free_ids=None):
             continue
         d = abs(float(new_lp[i]) - float(ref_lp[i]))
         deltas.append(d)
-        q = _top_map(new_top[i] if i < len(new_top) else [])
-        argmax = max(q, key=q.get) if q else None
-        same_top = argmax is None or argmax == int(ids[i])
+        same_top, argmax, top_lp = is_top(new_top[i] if i < len(new_top) else [], int(ids[i]), new_lp[i],
+                                          tie_epsilon)
+        if same_top:
+            argmax = int(ids[i]) if argmax is not None else None
         agree += 1 if same_top else 0
         kls.append(kl_topk(ref_top[i] if i < len(ref_top) else [], new_top[i] if i < len(new_top) else []))
         k3s.append(k3(float(ref_lp[i]), float(new_lp[i])))
@@ -99,7 +117,7 @@ def compare_prompt(ref, scored, free_ids=None):
         if worst is None or (not same_top and worst["same_top"]) or (same_top and worst["same_top"] and d > worst["d"]):
             worst = {"same_top": same_top, "d": d, "position": i, "ref_id": int(ids[i]),
                      "ref_logprob": round(float(ref_lp[i]), 5), "new_logprob": round(float(new_lp[i]), 5),
-                     "new_id": argmax, "new_top_logprob": round(q[argmax], 5) if argmax is not None else None,
+                     "new_id": argmax, "new_top_logprob": round(top_lp, 5) if top_lp is not None else None,
                      "ref_text": _text(ref.get("texts"), i), "new_text": _top_text(new_top, i, argmax)}
     out = {
         "tokens": len(deltas),
@@ -265,4 +283,25 @@ def gate(quality, accept=False, task_decided=None):
                 "quality: the new model revision changed the numerics (%s) and no task-accuracy check can decide. "
                 "Where: %s. Accept it on purpose with %s (or configure sglang_verify_gsm8k)" % (
                     "; ".join(quality.get("reasons") or []), where, ACCEPT_HINT))
-    return [row], failures
+    load_rows, load_failures = load_gate(quality.get("load"))
+    return [row] + load_rows, failures + load_failures
+
+
+def load_gate(load):
+    """(rows, failures) of the quality check at load (plugins/module_utils/sglang_quality_load.py):
+    ``degraded`` at any batch size fails, naming the size and the first wrong generation."""
+    if not load:
+        return [], []
+    sizes = load.get("per_size") or []
+    note = "; ".join("batch %d: %d/%d as alone%s" % (
+        s["size"], s["exact"], s["generations"],
+        ", %d near-ties" % s["diverged_near_tie"] if s.get("diverged_near_tie") else "") for s in sizes)
+    if load.get("detect_probability") is not None:
+        note += "; P(a fault in %g%% of generations seen) %s" % (100 * load["fault_rate"], load["detect_probability"])
+    row = {"gate": "quality at load", "value": load.get("level"), "limit": None, "unit": "", "note": note,
+           "ok": load.get("level") != "degraded"}
+    if row["ok"]:
+        return [row], []
+    return [row], ["quality at load degraded: %s. The same prompts alone answered as their reference: a kernel "
+                   "wrong only when requests share a decode batch (docs/quality-gate.md, Quality at load)" % "; ".join(
+                       load.get("reasons") or [])]

@@ -67,6 +67,48 @@ def test_top1_disagreement_is_counted_and_quoted_first():
     assert "code-01" in text and "continuation token 1" in text and "'t11'" in text and "901" in text
 
 
+def tied_at(ref, position, other_first, delta=0.0):
+    """The new scoring of ``ref`` where another token's logprob at ``position`` is the reference
+    token's + ``delta`` (0: an exact tie), listed first when ``other_first``."""
+    scored = scored_like(ref)
+    pos = scored["top"][position]
+    lp = pos[0][0]
+    other = [lp + delta, 581 if pos[0][1] != 581 else 624, "mport"]
+    scored["top"][position] = ([other, pos[0]] if other_first else [pos[0], other]) + pos[1:2]
+    return scored
+
+
+def test_an_exact_tie_at_the_top_agrees_whichever_token_comes_first():
+    # a CI failure seen on a fresh machine: short-01, continuation token 4, 'code' (581) and 'mport' (624)
+    # both at -1.4092; top_logprobs listed the other one first
+    ref = ref_entry(ids=(10, 11, 12, 13, 581), lps=(-0.1, -0.2, -0.3, -0.05, -1.4092))
+    for first in (True, False):
+        row = q.compare_prompt(ref, tied_at(ref, 4, first), free_ids=ref["ids"])
+        assert row["top1"] == 1.0, first
+        assert q.judge(q.summarize([row]), SAME, TOL) == ("same", [])
+        assert "still the top token" in q.describe_worst([row], [{"id": "short-01", "text": "import os\n"}])
+
+
+def test_a_tie_below_the_top_changes_nothing():
+    ref = ref_entry()
+    scored = scored_like(ref)
+    scored["top"][2][2][0] = scored["top"][2][1][0]  # the 2nd and 3rd alternatives tied
+    row = q.compare_prompt(ref, scored)
+    assert row["top1"] == 1.0 and row["max_abs_dlogprob"] == 0.0 and "new_id" in row["worst"]
+
+
+def test_a_near_tie_that_moved_beyond_the_epsilon_disagrees():
+    ref = ref_entry(ids=(10, 11, 12, 13, 581), lps=(-0.1, -0.2, -0.3, -0.05, -1.4092))
+    beyond = q.TIE_EPSILON * 3
+    row = q.compare_prompt(ref, tied_at(ref, 4, False, delta=beyond))
+    assert row["top1"] == 0.8 and row["worst"]["position"] == 4 and row["worst"]["new_id"] == 624
+    assert q.judge(q.summarize([row]), SAME, TOL)[0] == "degraded"
+    # within the epsilon: a tie
+    assert q.compare_prompt(ref, tied_at(ref, 4, True, delta=q.TIE_EPSILON / 2))["top1"] == 1.0
+    # a stated epsilon decides instead
+    assert q.compare_prompt(ref, tied_at(ref, 4, True, delta=beyond), tie_epsilon=beyond * 2)["top1"] == 1.0
+
+
 def test_kl_topk_is_zero_for_equal_and_grows_with_the_change():
     ref = ref_entry()["top"][0]
     assert q.kl_topk(ref, ref) == pytest.approx(0.0, abs=1e-12)
@@ -181,6 +223,22 @@ def test_accept_length_gate_against_the_reference_and_a_floor():
     assert not rows[0]["ok"] and "0.9 x the last-known-good 1.9" in failures[0]
     # the absolute floor applies without a reference
     assert q.accept_length_gate({"spec_accept_length": 1.2}, 0.9, 1.4)[1]
+
+
+def test_the_production_floor_fails_a_draft_that_never_hits_on_a_first_deploy():
+    import yaml
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    verify = yaml.safe_load((root / "inventories/production/group_vars/blackwell/verify.yml").read_text())
+    flags = yaml.safe_load((root / "inventories/production/group_vars/blackwell/sglang.yml").read_text())
+    floor, steps = verify["sglang_verify_spec_accept_min_length"], flags["sglang_server_args"]["speculative-num-steps"]
+    # within what the draft settings can reach: more than a draft never accepted, less than all
+    assert 1.0 < floor < 1.0 + steps
+    ratio = verify.get("sglang_verify_spec_accept_min_ratio", 0.9)
+    # no last-known-good release yet: the floor alone judges
+    rows, failures = q.accept_length_gate({"spec_accept_length": 1.0}, ratio, floor)
+    assert not rows[0]["ok"] and failures and "the floor" in failures[0]
+    assert q.accept_length_gate({"spec_accept_length": 1.7}, ratio, floor)[1] == []
 
 
 def test_gsm8k_floors_absolute_and_relative_to_the_reference():
