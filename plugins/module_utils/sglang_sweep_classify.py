@@ -24,8 +24,9 @@ Inputs, each optional, judged in this order (the first that fails decides):
   server stopped answering); a probe answered wrong or garbage (quoted) -> **wrong**; requests
   that failed under load -> **crashed** when ``journal`` shows a traceback, else **wrong**;
   the quality check (``result.quality``, plugins/module_utils/sglang_quality.py) against the canary's
-  last-known-good reference found its answers ``degraded`` -> **degraded** (it starts and passes
-  the probes, but diverges beyond the tolerance; never ranked, never a winner);
+  last-known-good reference found its answers ``degraded``, or its check at load found answers
+  decoded in a batch that differ from the same prompts alone -> **degraded** (it starts and
+  passes the probes, but diverges beyond the tolerance; never ranked, never a winner);
   no failure -> **working** with its figures.
 """
 
@@ -158,6 +159,12 @@ def _probe(probe, journal):
             "; ".join(quality.get("reasons") or []), quality.get("worst") or ""), {
             "summary": quality.get("summary"), "worst": quality.get("worst"), "reference_of": quality.get("reference_of"),
             "failures": failures}, figures(result))
+    load = quality.get("load") or {}
+    if load.get("level") == "degraded":
+        return _result("degraded", "quality", "answers at load diverge from the same prompts alone: %s" % (
+            "; ".join(load.get("reasons") or []),), {
+            "load": dict((k, load.get(k)) for k in ("sizes", "detect_probability", "fault_rate")),
+            "per_size": load.get("per_size"), "failures": failures}, figures(result))
     if failures:
         outcome = "crashed" if summary["traceback"] else "wrong"
         return _result(outcome, "measure", "requests failed: %s" % failures[0], dict(summary, failures=failures))

@@ -12,6 +12,7 @@ import json
 import os
 import time
 
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality_load as load
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_quality import compare_prompt, describe_worst, judge, prompt_set_hash, summarize
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import current_quality
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import quote
@@ -32,23 +33,77 @@ def _generate(client, body):
     return resp
 
 
-def free_run(client, text, max_tokens, spec=None):
-    """(prompt token ids, greedy continuation ids) of one prompt. With speculative decoding the
-    server's meta_info counts verify steps (spec_verify_ct): added to ``spec`` [tokens, steps]."""
-    resp = _generate(client, {
-        "text": text, "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
-        "return_logprob": True, "logprob_start_len": 0})
-    meta = resp["meta_info"]
-    prompt_ids = [int(e[1]) for e in meta.get("input_token_logprobs") or []]
+def _output_logprobs(meta, out):
+    """{ids, logprobs, top} of a generation's output tokens from its meta_info."""
+    lps = meta.get("output_token_logprobs") or []
+    tops = meta.get("output_top_logprobs") or []
+    return {"ids": [int(x) for x in out], "logprobs": [e[0] for e in lps],
+            "top": [[[t[0], int(t[1])] + ([t[2]] if len(t) > 2 else []) for t in (pos or [])] for pos in tops]}
+
+
+def _output_ids(resp):
     out = resp.get("output_ids")
     if out is None:
-        out = [int(e[1]) for e in meta.get("output_token_logprobs") or []]
+        out = [int(e[1]) for e in resp["meta_info"].get("output_token_logprobs") or []]
+    return out
+
+
+def free_run(client, text, max_tokens, spec=None, top_k=0):
+    """(prompt token ids, greedy continuation ids, the continuation's logprobs and top-k) of one
+    prompt alone. With speculative decoding the server's meta_info counts verify steps
+    (spec_verify_ct): added to ``spec`` [tokens, steps]."""
+    resp = _generate(client, {
+        "text": text, "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
+        "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": int(top_k),
+        "return_text_in_logprobs": True})
+    meta = resp["meta_info"]
+    prompt_ids = [int(e[1]) for e in meta.get("input_token_logprobs") or []]
+    out = _output_ids(resp)
     if not prompt_ids:
         raise QualityError("/generate returned no input token ids for %s" % quote(text, 80))
     if spec is not None and meta.get("spec_verify_ct"):
         spec[0] += int(meta.get("completion_tokens") or len(out))
         spec[1] += int(meta["spec_verify_ct"])
-    return prompt_ids, [int(x) for x in out]
+    return prompt_ids, [int(x) for x in out], _output_logprobs(meta, out)
+
+
+def generate_batch(client, prompt_ids, max_tokens, top_k):
+    """One /generate with several prompts (a list of input_ids): SGLang's scheduler receives
+    them together and decodes them in one batch. Each generation's {ids, logprobs, top}."""
+    status, resp = client.post_json("/generate", {
+        "input_ids": [list(p) for p in prompt_ids],
+        "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
+        "return_logprob": True, "top_logprobs_num": int(top_k), "return_text_in_logprobs": True})
+    if status != 200 or not isinstance(resp, list) or len(resp) != len(prompt_ids):
+        raise QualityError("/generate of a batch of %d answered %s: %s" % (
+            len(prompt_ids), status, quote(resp.get("error") if isinstance(resp, dict) else resp, 300)))
+    return [_output_logprobs(r["meta_info"], _output_ids(r)) for r in resp]
+
+
+def run_load(client, prompts, alone, q, server_info):
+    """The load part of the quality result (plugins/module_utils/sglang_quality_load.py): the
+    prompts decoded again in batches at each batch size, each generation against its run alone
+    (``alone``: per prompt, prompt_ids and the {ids, logprobs, top} of its greedy run)."""
+    t0 = time.time()
+    n_tok, k = int(q.get("max_tokens") or 24), int(q.get("top_k") or 5)
+    fault_rate = float(q.get("load_fault_rate") or 0.05)
+    generations = load.generations_for(fault_rate, float(q.get("load_detect_probability") or 0.95))
+    sizes, how = load.batch_sizes(server_info, q.get("load_batch_sizes"), q.get("load_max_batch"))
+    per_size, requests = [], 0
+    for size in sizes:
+        rows = []
+        for batch in load.rounds(len(prompts), size, generations):
+            got = generate_batch(client, [alone[i]["prompt_ids"] for i in batch], n_tok, k)
+            requests += 1
+            for i, gen in zip(batch, got):
+                row = load.compare_generation(alone[i]["out"], gen, (q.get("load_tolerance") or {}).get(
+                    "divergence_margin", 0.0))
+                row["prompt"] = {"id": prompts[i].get("id") or "p%02d" % i, "text": prompts[i]["text"]}
+                rows.append(row)
+        per_size.append(load.judge_size(size, rows, q.get("load_same"), q.get("load_tolerance")))
+    out = load.summarize(per_size, fault_rate, generations)
+    out.update(sizes_from=how, requests=requests, seconds=round(time.time() - t0, 2))
+    return out
 
 
 def score(client, prompt_ids, ids, top_k):
@@ -81,7 +136,7 @@ def _same_model(a, b):
     return a.get("path") == b.get("path")
 
 
-def run_quality(client, q, model_path, server, check_mode=False, task=None):
+def run_quality(client, q, model_path, server, check_mode=False, task=None, server_info=None):
     """The ``quality`` part of the probe's result. ``q``: prompts, max_tokens, top_k, same,
     tolerance, reset, release_dir, release_fact, candidate_path. ``task``: this run's task
     accuracy ({"gsm8k": {...}}), kept with the candidate; the reference's comes back as
@@ -102,9 +157,10 @@ def run_quality(client, q, model_path, server, check_mode=False, task=None):
         compare = False
     else:
         compare = ref is not None
-    own, per_prompt, spec = [], [], [0, 0]
+    own, per_prompt, spec, alone = [], [], [0, 0], []
     for i, prompt in enumerate(prompts):
-        prompt_ids, free_ids = free_run(client, prompt["text"], n_tok, spec)
+        prompt_ids, free_ids, free_out = free_run(client, prompt["text"], n_tok, spec, k)
+        alone.append({"prompt_ids": prompt_ids, "out": free_out})
         out["requests"] += 1
         entry = (ref.get("entries") or [])[i] if compare and i < len(ref.get("entries") or []) else None
         scored = None
@@ -125,6 +181,9 @@ def run_quality(client, q, model_path, server, check_mode=False, task=None):
     elif "level" not in out:
         out.update(level="recorded", note="no reference yet%s: this server's answers become the reference of the "
                    "release it is recorded with" % (" (reset on purpose)" if q.get("reset") else ""))
+    if q.get("load"):
+        out["load"] = run_load(client, prompts, alone, q, server_info)
+        out["requests"] += out["load"]["requests"]
     out["spec_accept_length"] = round(spec[0] / float(spec[1]), 3) if spec[1] else None
     if ref is not None:
         out["reference_spec_accept_length"] = ref.get("spec_accept_length")

@@ -95,9 +95,21 @@ def quality_line(result):
             s.get("free_exact"), s.get("free_prompts"))
     elif qy.get("error") or qy.get("note"):
         head += ": " + str(qy.get("error") or qy.get("note"))
-    return "%s; %s prompts x %s tokens, %s requests, %s s%s" % (
+    return "%s; %s prompts x %s tokens, %s requests, %s s%s%s" % (
         head, qy.get("prompts"), qy.get("max_tokens"), qy.get("requests"), qy.get("seconds"),
-        ", reference of release %s" % qy["reference_of"] if qy.get("reference_of") else "")
+        ", reference of release %s" % qy["reference_of"] if qy.get("reference_of") else "", load_line(qy.get("load")))
+
+
+def load_line(ld):
+    """'; at load same: batch 4 and 8, 64 generations each (sizes from ...), P(5% fault) 0.96,
+    1.2 s': the quality check at load, where it ran."""
+    if not ld:
+        return ""
+    sizes = ld.get("per_size") or []
+    return "; at load %s: batch %s, %s generations (%s), P(a fault in %g%% of generations seen) %s, %s s" % (
+        ld.get("level"), " and ".join(str(s["size"]) for s in sizes),
+        " / ".join(str(s["generations"]) for s in sizes), ld.get("sizes_from"), 100 * float(ld.get("fault_rate") or 0),
+        ld.get("detect_probability"), ld.get("seconds"))
 
 
 def last_starts(result):
@@ -201,6 +213,8 @@ def render_summary_md(report):
             out.append("- quality: %s" % quality_line(res).replace("|", "\\|"))
             if (res["quality"].get("worst") or "") and res["quality"].get("level") != "same":
                 out.append("- quality, largest divergence: %s" % res["quality"]["worst"].replace("|", "\\|"))
+            for reason in (res["quality"].get("load") or {}).get("reasons") or []:
+                out.append("- quality at load: %s" % reason.replace("|", "\\|"))
         for f in fails:
             out.append("- FAIL: %s" % f.replace("|", "\\|"))
         for e in drift.get("extra") or []:

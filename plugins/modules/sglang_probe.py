@@ -46,7 +46,7 @@ options:
   garbage_min_run: {description: Repeats of one unit that count as garbage., type: int, default: 8}
   bench: {description: "Single stream: {prompt, max_tokens, runs, warmup, garbage_check}.", type: dict, default: {}}
   sweep: {description: "Concurrency sweep: {concurrency, requests_per_level, input_len, output_len, tool (auto|bench_serving|own), python, tokenizer, backend, env, timeout}.", type: dict, default: {}}
-  quality: {description: "The quality check against the last-known-good release's reference (plugins/module_utils/sglang_verify_quality.py): {prompts, max_tokens, top_k, same, tolerance, reset, release_dir, release_fact, candidate_path}. The candidate reference is written to candidate_path (not in check mode).", type: dict, default: {}}
+  quality: {description: "The quality check against the last-known-good release's reference (plugins/module_utils/sglang_verify_quality.py): {prompts, max_tokens, top_k, same, tolerance, reset, release_dir, release_fact, candidate_path}; with C(load) true also at load (plugins/module_utils/sglang_quality_load.py): {load_batch_sizes, load_max_batch, load_fault_rate, load_detect_probability, load_same, load_tolerance}. The candidate reference is written to candidate_path (not in check mode).", type: dict, default: {}}
   gsm8k: {description: "Task accuracy with SGLang's evaluator from the host's ML environment (plugins/module_utils/sglang_verify_gsm8k.py): {python, data_path, examples, shots, max_tokens, timeout}.", type: dict, default: {}}
   env_link: {description: "The ML environment link the server runs from (its target names the ml_env generation, which keys the baseline).", type: str, default: ""}
   start_log: {description: "The server's start log (JSON lines, roles/sglang_server); its newest 20 starts go into the result as C(starts).", type: str, default: ""}
@@ -84,7 +84,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prometheus im
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_start_log import read as read_starts
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_client import Client, chat_body, single_stream
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_drift import compare_args, compare_resolved
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import detect_garbage, match_answer, quote
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import answers_check, detect_garbage, match_answer, quote
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gsm8k import run_gsm8k
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_quality import QualityError, run_quality
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_sweep import run_sweep
@@ -265,9 +265,10 @@ def run_single_stream(client, model, p):
     if good:
         summary["sample_output"] = good[0]["text"][:200]
         if b.get("garbage_check", True):
-            g = detect_garbage(good[0]["text"] or good[0]["reasoning_text"], p["garbage_min_run"])
-            if g:
-                failures.append("single-stream benchmark output is garbage (%s): %s" % (g, quote(good[0]["text"])))
+            # every run's answer, not the first alone: a fault that hits some generations
+            failures.extend(answers_check("single-stream benchmark", [
+                {"text": r["text"] or r["reasoning_text"], "asked": max_tokens, "got": r["completion_tokens"],
+                 "finish_reason": r["finish_reason"]} for r in good], min_run=p["garbage_min_run"]))
     return summary, failures
 
 
@@ -358,7 +359,7 @@ def main():
         task = {"gsm8k": result["gsm8k"]} if (result.get("gsm8k") or {}).get("score") is not None else None
         try:
             result["quality"] = timed("quality", run_quality, client, p["quality"], facts["model_path"], {
-                "version": facts["version"], "generation": result["generation"]}, module.check_mode, task)
+                "version": facts["version"], "generation": result["generation"]}, module.check_mode, task, info)
         except (QualityError, KeyError, TypeError, ValueError) as exc:
             result["quality"] = {"level": "error", "error": "%s: %s" % (type(exc).__name__, exc)}
     if "single_stream" in checks:

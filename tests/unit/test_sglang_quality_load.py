@@ -1,0 +1,167 @@
+"""The quality check at load (plugins/module_utils/sglang_quality_load.py): the generations a
+detection probability needs, the batch sizes read from what the server resolved, the batches,
+a batched generation against the same prompt alone (near-ties, a divergence, logprob drift),
+the verdict per size and the gate's row and failure (plugins/module_utils/sglang_quality.py)."""
+
+import math
+
+import pytest
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality as q
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality_load as load
+
+SAME = {"max_abs_dlogprob": 0.001}
+TOL = {"max_abs_dlogprob": 0.05, "divergence_margin": 0.05}
+
+
+def test_generations_for_a_target_probability_and_the_probability_they_give():
+    # 1 - 0.95^59 = 0.9515 >= 0.95 > 1 - 0.95^58 = 0.9490
+    assert load.generations_for(0.05, 0.95) == 59
+    assert load.detect_probability(0.05, 59) == pytest.approx(0.9515, abs=1e-4)
+    assert load.detect_probability(0.05, 58) < 0.95
+    assert load.generations_for(0.05, 0.99) == 90
+    assert load.generations_for(0.5, 0.75) == 2  # exactly 0.75 at n=2: not rounded up to 3
+    for p, target in ((0.01, 0.9), (0.2, 0.999), (0.05, 0.5)):
+        n = load.generations_for(p, target)
+        assert load.detect_probability(p, n) >= target > load.detect_probability(p, n - 1)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        load.generations_for(0, 0.95)
+    with pytest.raises(ValueError):
+        load.generations_for(0.05, 1.0)
+
+
+def test_batch_sizes_from_the_captured_buckets_of_the_decode_graph():
+    # a GPU server: CUDA graphs captured for these decode batch sizes, at most 48 running
+    info = {"cuda_graph_max_bs_decode": 48, "cuda_graph_bs_decode": [1, 2, 4, 8, 12, 16, 24, 32, 40, 48],
+            "max_running_requests": 48}
+    sizes, how = load.batch_sizes(info, cap=64)
+    assert sizes == [24, 48] and "cuda_graph_bs_decode" in how and "48" in how
+    # capped: the largest bucket within the cap, the bucket nearest half of it
+    assert load.batch_sizes(info, cap=20)[0] == [8, 16]
+    # the running-request limit is smaller than the graph maximum
+    assert load.batch_sizes(dict(info, max_running_requests=16), cap=64)[0] == [8, 16]
+    # the names before the -decode forms
+    assert load.batch_sizes({"cuda_graph_max_bs": 8, "cuda_graph_bs": [1, 2, 4, 8]})[0] == [4, 8]
+
+
+def test_batch_sizes_without_graphs_and_as_configured():
+    # the CPU server: no CUDA graph, no bucket list; the cap decides
+    sizes, how = load.batch_sizes({"cuda_graph_max_bs_decode": None, "cuda_graph_bs_decode": None,
+                                   "max_running_requests": 4096}, cap=8)
+    assert sizes == [4, 8] and "sglang_verify_quality_load_max_batch" in how
+    assert load.batch_sizes({"max_running_requests": 3})[0] == [3]  # half of 3 is 1: the reference itself
+    assert load.batch_sizes({}, explicit=[8, 2, 1, "4", 8]) == ([2, 4, 8], "as configured")
+    with pytest.raises(ValueError, match="no batch size above 1"):
+        load.batch_sizes({}, explicit=[1])
+    with pytest.raises(ValueError, match="reports none of"):
+        load.batch_sizes({"cuda_graph_max_bs_decode": None})
+    with pytest.raises(ValueError, match="at most 1 request"):
+        load.batch_sizes({"max_running_requests": 1}, cap=8)
+
+
+def test_rounds_use_distinct_prompts_and_take_them_in_turn():
+    batches = load.rounds(30, 8, 59)
+    assert len(batches) == 8 and all(len(set(b)) == 8 for b in batches)
+    assert sum(len(b) for b in batches) == 64 >= 59
+    assert batches[0] == list(range(8)) and batches[3][:6] == [24, 25, 26, 27, 28, 29] and batches[3][6] == 0
+    # more requests in a batch than prompts: each prompt as often as the others
+    big = load.rounds(30, 48, 59)
+    assert len(big) == 2 and all(sorted(b).count(0) == 2 for b in big)
+    assert load.rounds(0, 8, 59) == []
+
+
+def gen(ids, lps, alts=None):
+    """A generation: each position's top-k is the chosen token, then the alternative ``alts[i]``
+    ([logprob, id]) or one 3 nats under it."""
+    alts = alts or {}
+    top = [[[lp, tok, "t%d" % tok], alts.get(i, [lp - 3.0, 900 + i, "alt%d" % i])] for i, (tok, lp) in
+           enumerate(zip(ids, lps))]
+    return {"ids": list(ids), "logprobs": list(lps), "top": top}
+
+
+ALONE = gen([10, 11, 12, 13], [-0.1, -0.5, -0.2, -0.3])
+
+
+def test_a_batched_generation_equal_to_the_run_alone():
+    row = load.compare_generation(ALONE, gen([10, 11, 12, 13], [-0.1, -0.5, -0.2, -0.3]), 0.05)
+    assert row["exact"] and row["tokens"] == 4 and row["max_abs"] == 0.0 and load.wrong(row, TOL) is None
+
+
+def test_a_divergence_at_a_near_tie_alone_is_batch_variance():
+    # alone, token 12 (-0.70) beat token 77 (-0.72) by 0.02 at position 2; in the batch 77 won
+    alone = gen([10, 11, 12, 13], [-0.1, -0.5, -0.70, -0.3], alts={2: [-0.72, 77, "x"]})
+    batched = gen([10, 11, 77, 5], [-0.1, -0.5, -0.69, -0.9])
+    row = load.compare_generation(alone, batched, 0.05)
+    assert not row["exact"] and row["diverged"]["position"] == 2 and row["diverged"]["explained"]
+    assert row["tokens"] == 2 and load.wrong(row, TOL) is None
+    # an exact tie alone, with no margin at all, is explained too
+    tied = gen([10, 11, 12, 13], [-0.1, -0.5, -0.70, -0.3], alts={2: [-0.70, 77, "x"]})
+    assert load.compare_generation(tied, batched, 0.0)["diverged"]["explained"]
+    # the same divergence with a margin under the gap: wrong
+    row = load.compare_generation(alone, batched, 0.01)
+    assert not row["diverged"]["explained"] and load.wrong(row, TOL) == "diverged at token 2"
+
+
+def test_a_divergence_to_a_token_the_run_alone_ranked_low_or_not_at_all_is_wrong():
+    far = gen([10, 11, 900 + 2, 13], [-0.1, -0.5, -0.2, -0.3])  # alone's alternative at position 2, 3 nats under
+    row = load.compare_generation(ALONE, far, 0.05)
+    assert load.wrong(row, TOL) == "diverged at token 2"
+    assert row["diverged"]["alone_logprob_of_batched"] == pytest.approx(-3.2)
+    garbage = gen([5, 5, 5, 5], [-0.01] * 4)  # '!!!!' from the first token: in no top-k alone
+    row = load.compare_generation(ALONE, garbage, 0.05)
+    assert row["diverged"]["position"] == 0 and row["diverged"]["alone_logprob_of_batched"] is None
+    text = load.describe(8, dict(row, prompt={"id": "short-01", "text": "import os\n"}), load.wrong(row, TOL))
+    assert text.startswith("at batch 8, prompt short-01 ('import os\\n'): diverged at token 0: alone 't10' (id 10")
+    assert "in the batch" in text and "no place in the top-k" in text
+
+
+def test_the_same_tokens_with_logprobs_moved_beyond_the_tolerance_are_wrong():
+    moved = gen([10, 11, 12, 13], [-0.1, -0.5, -0.28, -0.3])
+    row = load.compare_generation(ALONE, moved, 0.05)
+    assert row["exact"] and row["max_abs"] == pytest.approx(0.08)
+    assert load.wrong(row, TOL).startswith("|d logprob| 0.08 beyond 0.05")
+    assert load.wrong(row, {"max_abs_dlogprob": 0.1}) is None
+
+
+def test_a_generation_that_stops_early_without_a_different_token_is_wrong():
+    short = gen([10, 11], [-0.1, -0.5])
+    row = load.compare_generation(ALONE, short, 0.05)
+    assert not row["exact"] and load.wrong(row, TOL) == "diverged at token 2"
+    assert "4 tokens alone, 2 in the batch" in load.describe(4, dict(row, prompt={}), "x")
+
+
+def rows_of(*pairs):
+    return [dict(load.compare_generation(a, b, TOL["divergence_margin"]), prompt={"id": "p%d" % i, "text": "t"})
+            for i, (a, b) in enumerate(pairs)]
+
+
+def test_levels_per_size_and_the_summary():
+    equal = rows_of((ALONE, ALONE), (ALONE, ALONE))
+    assert load.judge_size(4, equal, SAME, TOL)["level"] == "same"
+    drift = rows_of((ALONE, ALONE), (ALONE, gen([10, 11, 12, 13], [-0.1, -0.5, -0.21, -0.3])))
+    judged = load.judge_size(4, drift, SAME, TOL)
+    assert judged["level"] == "numerics_changed" and judged["max_abs_dlogprob"] == pytest.approx(0.01)
+    # one wrong generation of 59 is enough: an intermittent fault is not averaged away
+    many = rows_of(*([(ALONE, ALONE)] * 58 + [(ALONE, gen([5, 5, 5, 5], [-0.01] * 4))]))
+    bad = load.judge_size(8, many, SAME, TOL)
+    assert bad["level"] == "degraded" and bad["wrong"] == 1 and bad["exact"] == 58
+    assert bad["worst"].startswith("at batch 8, prompt p58")
+    out = load.summarize([load.judge_size(4, equal, SAME, TOL), bad], 0.05, 59)
+    assert out["level"] == "degraded" and out["sizes"] == [4, 8]
+    assert out["reasons"] == ["1 of 59 generations at batch 8 wrong: " + bad["worst"]]
+    # the probability the check had: its smallest size's generations (2 here)
+    assert out["detect_probability"] == pytest.approx(1 - 0.95 ** 2, abs=1e-4)
+
+
+def test_the_gate_fails_a_degraded_size_naming_it_and_shows_the_probability_otherwise():
+    good = load.summarize([load.judge_size(4, rows_of(*[(ALONE, ALONE)] * 60), SAME, TOL)], 0.05, 59)
+    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": good})
+    assert failures == [] and [r["gate"] for r in rows] == ["quality vs last-known-good", "quality at load"]
+    assert rows[1]["value"] == "same" and "batch 4: 60/60 as alone" in rows[1]["note"]
+    assert f"P(a fault in 5% of generations seen) {round(1 - 0.95 ** 60, 4)}" in rows[1]["note"]
+    bad = load.summarize([load.judge_size(8, rows_of((ALONE, gen([5, 5, 5, 5], [-0.01] * 4))), SAME, TOL)], 0.05, 59)
+    # the reference comparison alone is `same`, or there is no reference yet: the load check still decides
+    for level in ("same", "recorded"):
+        rows, failures = q.gate({"level": level, "summary": {"tokens": 10, "top1": 1.0}, "load": bad})
+        assert not rows[1]["ok"] and len(failures) == 1
+        assert failures[0].startswith("quality at load degraded: 1 of 1 generations at batch 8 wrong: at batch 8")
+    assert math.isclose(load.detect_probability(0.05, 0), 0.0)
