@@ -59,6 +59,43 @@ def detect_garbage(text, min_run=8, dominance=0.5):
     return None
 
 
+def single_char_run(text, min_run=16, dominance=0.5):
+    """A reason when one non-space character repeated at least ``min_run`` times in a row makes
+    up ``dominance`` of the output (the ``!!!!`` of a broken kernel), else None. The one garbage
+    rule that holds for any input, random token ids included."""
+    stripped = (text or "").strip()
+    best = max((m.group(0) for m in re.finditer(r"(\S)\1{%d,}" % (min_run - 1), stripped)), key=len, default="")
+    if best and len(best) >= dominance * len(stripped):
+        return "the character %s repeated %d times (%d%% of the output)" % (
+            quote(best[0]), len(best), 100 * len(best) // len(stripped))
+    return None
+
+
+def answer_problem(text, asked=None, got=None, finish_reason=None, min_run=8, text_prompt=True):
+    """Why one benchmark answer is no answer, or None: empty; far shorter than asked (under half
+    the tokens) without a stop; garbage by detect_garbage() where the prompt was text, or, for
+    prompts of random token ids (sglang.benchmark.serving's random-ids), whose answers are
+    rambling by nature, only a run of one character."""
+    if text is None or not str(text).strip():
+        return "empty output"
+    if asked and got is not None and got < asked / 2.0 and finish_reason != "stop":
+        return "%d tokens of the %d asked, finish_reason %s" % (got, asked, quote(finish_reason))
+    return detect_garbage(text, min_run) if text_prompt else single_char_run(text, max(2 * min_run, 16))
+
+
+def answers_check(what, answers, **kw):
+    """[] or one failure naming how many of ``answers`` (dicts of text, asked, got,
+    finish_reason) are no answer, quoting the first: a benchmark of garbage fails whatever its
+    speed."""
+    bad = [(a, answer_problem(a.get("text"), a.get("asked"), a.get("got"), a.get("finish_reason"), **kw))
+           for a in answers]
+    bad = [(a, why) for a, why in bad if why]
+    if not bad:
+        return []
+    return ["%s: %d of %d answers are garbage (%s): %s" % (
+        what, len(bad), len(answers), bad[0][1], quote(bad[0][0].get("text")))]
+
+
 def match_answer(output, expect, match="contains"):
     """Does the model's answer satisfy the probe? exact compares stripped text,
     contains is case-insensitive, regex uses re.search."""

@@ -90,9 +90,8 @@ BENCH_SERVING_KEYS = (
 )
 
 
-def parse_bench_serving_jsonl(text):
-    """The last JSON record of a bench_serving --output-file (it appends one per run),
-    reduced to the figures the report uses."""
+def _last_record(text):
+    """The last JSON record of a bench_serving --output-file (it appends one per run)."""
     rec = None
     for line in (text or "").splitlines():
         line = line.strip()
@@ -104,6 +103,21 @@ def parse_bench_serving_jsonl(text):
             continue
     if rec is None:
         raise ValueError("no JSON record in bench_serving output")
+    return rec
+
+
+def bench_serving_answers(text):
+    """[(generated text, output tokens)] of each request of the last record written with
+    --output-details (generated_texts, output_lens); [] without them."""
+    rec = _last_record(text)
+    texts, lens = rec.get("generated_texts") or [], rec.get("output_lens") or []
+    return [(t, lens[i] if i < len(lens) else None) for i, t in enumerate(texts)]
+
+
+def parse_bench_serving_jsonl(text):
+    """The last JSON record of a bench_serving --output-file, reduced to the figures the report
+    uses."""
+    rec = _last_record(text)
     out = dict((k, rec.get(k)) for k in BENCH_SERVING_KEYS)
     tpot = rec.get("median_tpot_ms")
     out["decode_tps_from_tpot"] = round(1000.0 / tpot, 2) if tpot else None

@@ -11,7 +11,8 @@ import tempfile
 import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_client import chat_body
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import median, parse_bench_serving_jsonl
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import answers_check
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import bench_serving_answers, median, parse_bench_serving_jsonl
 
 
 def own_sweep_level(client, model, p, conc, n_req, out_len):
@@ -23,7 +24,11 @@ def own_sweep_level(client, model, p, conc, n_req, out_len):
     dur = time.perf_counter() - t0
     good = [r for r in res if r["ok"]]
     tokens = sum(r["completion_tokens"] or r["stream_tokens"] for r in good)
+    problems = answers_check("concurrency sweep at %d" % conc, [
+        {"text": r["text"] or r["reasoning_text"], "asked": out_len, "got": r["completion_tokens"],
+         "finish_reason": r["finish_reason"]} for r in good], min_run=p["garbage_min_run"])
     return {
+        "answer_problems": problems,
         "concurrency": conc,
         "completed": len(good),
         "errors": len(res) - len(good),
@@ -51,6 +56,8 @@ def bench_serving_level(p, base_url, model, conc, n_req, sw, api_key):
            "--warmup-requests", str(sw.get("warmup_requests") or 1),
            "--seed", "1",
            "--disable-tqdm",
+           # the answers too (generated_texts, output_lens): a sweep of garbage is no figure
+           "--output-details",
            "--output-file", out]
     if model:
         cmd += ["--model", model, "--served-model-name", model]
@@ -67,13 +74,24 @@ def bench_serving_level(p, base_url, model, conc, n_req, sw, api_key):
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError("exit %s: %s" % (proc.returncode, log[-600:].strip()))
         with open(out) as fh:
-            rec = parse_bench_serving_jsonl(fh.read())
+            text = fh.read()
+        rec = parse_bench_serving_jsonl(text)
+        details = bench_serving_answers(text)
+        # random token ids make rambling prompts: only the rules that hold for any input
+        rec["answer_problems"] = answers_check("concurrency sweep at %d (sglang.benchmark.serving)" % conc, [
+            {"text": t, "asked": int(sw.get("output_len") or 128), "got": n} for t, n in details],
+            min_run=p["garbage_min_run"], text_prompt=False)
         rec["concurrency"] = conc
         rec["errors"] = n_req - (rec.get("completed") or 0)
         return rec
     finally:
         if os.path.exists(out):
             os.unlink(out)
+
+
+def answer_failures(levels):
+    """The levels' answer checks, in level order."""
+    return [f for lv in levels for f in lv.get("answer_problems") or []]
 
 
 def run_sweep(client, model, p, base_url, api_key):
@@ -92,7 +110,7 @@ def run_sweep(client, model, p, base_url, api_key):
         else:
             try:
                 res = [bench_serving_level(p, base_url, model, c, max(c * per, 2), sw, api_key) for c in levels]
-                return {"tool": "sglang.benchmark.serving", "levels": res, "note": None}, []
+                return {"tool": "sglang.benchmark.serving", "levels": res, "note": None}, answer_failures(res)
             except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
                 note = "sglang.benchmark.serving failed, own sweep used instead: %s" % str(e)[-600:]
         if tool == "bench_serving":
@@ -100,4 +118,5 @@ def run_sweep(client, model, p, base_url, api_key):
     res = [own_sweep_level(client, model, p, c, max(c * per, 2), out_len) for c in levels]
     failures = ["concurrency sweep at %d: %d of %d requests failed" % (
         r["concurrency"], r["errors"], r["errors"] + r["completed"]) for r in res if r["errors"]]
+    failures += answer_failures(res)
     return {"tool": "own (sglang_probe)", "levels": res, "note": note}, failures

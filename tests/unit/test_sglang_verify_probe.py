@@ -145,7 +145,12 @@ def test_garbage_server_fails_probes_quoting_output(server):
     assert fails[0].startswith('probe "What is 2+2?" answered "!!!!!!!!!!!!!!!!"')
     assert "garbage" in fails[0] and 'expected "4" (exact)' in fails[0]
     summary, sf = probe.run_single_stream(c, "fake", params())
-    assert any("garbage" in f and '"!!!!' in f for f in sf)
+    # every run's answer is judged, one quoted: a benchmark of garbage fails whatever its speed
+    assert any(f.startswith("single-stream benchmark: 2 of 2 answers are garbage") and '"!!!!' in f for f in sf), sf
+    sweep, swf = probe.run_sweep(c, "fake", params(), server, None)
+    assert [f.split(" (")[0] for f in swf] == ["concurrency sweep at 1: 2 of 2 answers are garbage",
+                                               "concurrency sweep at 3: 6 of 6 answers are garbage"], swf
+    assert sweep["levels"][1]["output_throughput"] > 0  # measured, and still failed
 
 
 def test_stream_and_non_stream_disagreement_is_a_failure(server):
