@@ -91,7 +91,7 @@ def test_every_gate_of_one_request_passes_the_fault_and_verify_finds_it_at_load(
     # without the check at load, the deploy of the fault passes its gate, and verify.yml with
     # its concurrency sweep passes too: what every gate before this check saw
     _, out, _ = playbook("deploy.yml", dict(FAULT, sglang_verify_quality_load=False))
-    assert f"PYTHONPATH={FAULT_DIR}" in sh(HOST, "cat /etc/sglang/sglang.env")
+    assert f'PYTHONPATH="{FAULT_DIR}"' in sh(HOST, "cat /etc/sglang/sglang.env")
     _, out, _ = playbook("playbooks/verify.yml", {"sglang_verify_quality_load": False})
     assert re.search(r"verdict +PASS", out) and re.search(r"sweep measured by", out), out[-4000:]
     # and the fault is real: the questions asked alone answered right, a dozen asked at once not
