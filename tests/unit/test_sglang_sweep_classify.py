@@ -200,3 +200,26 @@ def test_the_waits_outcome_decides_over_its_message():
     assert C.classify(wait=dict(HUNG_WAIT, outcome="crashed"))["outcome"] == "crashed"
     assert C.classify(wait=dict(CRASH_WAIT, outcome="hung"))["outcome"] == "hung"
     assert C.classify(wait=neutral)["outcome"] == "crashed"
+
+
+def test_answers_wrong_only_at_load_are_degraded_never_working():
+    """A candidate whose answers alone match the reference (`same`) while its answers decoded in a
+    batch differ from them (plugins/module_utils/sglang_quality_load.py) is degraded, naming the
+    batch size."""
+    from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality_load as L
+    alone = {"ids": [10, 11], "logprobs": [-0.1, -0.2], "top": [[[-0.1, 10, "a"]], [[-0.2, 11, "b"]]]}
+    bad = {"ids": [10, 5], "logprobs": [-0.1, -0.01], "top": [[[-0.1, 10, "a"]], [[-0.01, 5, "!"]]]}
+    rows = [dict(L.compare_generation(alone, bad, 0.05), prompt={"id": "chat-00", "text": "2+2"})]
+    tol = {"max_abs_dlogprob": 0.05, "divergence_margin": 0.05}
+    load = L.summarize([L.judge_size(16, rows, {"max_abs_dlogprob": 0.001}, tol)], 0.05, 59)
+    probe = probe_with(quality={"level": "same", "summary": {"top1": 1.0, "tokens": 700}, "load": load})
+    probe["failures"] = ["quality at load degraded: " + load["reasons"][0]]
+    v = C.classify(probe=probe)
+    assert v["outcome"] == "degraded" and v["stage"] == "quality"
+    assert v["reason"].startswith("answers at load diverge from the same prompts alone: 1 of 1 generations at "
+                                  "batch 16 wrong: at batch 16, prompt chat-00")
+    assert v["details"]["load"]["sizes"] == [16]
+    # the same candidate with answers at load as alone is working
+    good = L.summarize([L.judge_size(16, [dict(L.compare_generation(alone, alone, 0.05), prompt={})],
+                                     {"max_abs_dlogprob": 0.001}, tol)], 0.05, 59)
+    assert C.classify(probe=probe_with(quality={"level": "same", "load": good}))["outcome"] == "working"
