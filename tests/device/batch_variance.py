@@ -6,7 +6,7 @@ Run on a GPU machine from the repository root (torch with CUDA; nothing else):
 
     python3 tests/device/batch_variance.py [--sizes 8 24 48] [--prompts 48] [--tokens 24]
 
-A small decoder (random weights, fixed seed; RMSNorm, causal attention, SwiGLU MLP, tied
+A small decoder (random weights, always the same ones; RMSNorm, causal attention, SwiGLU MLP, tied
 embeddings) in bf16 decodes the same prompts greedily, each alone and then in batches, the way
 the check does, with a KV cache (every decode step is a GEMM of M = batch size, the shape that
 changes the kernel's reduction). Per batch size it prints what the check compares: generations
@@ -24,8 +24,8 @@ import statistics
 import torch
 
 
-def build(vocab, hidden, layers, heads, device, seed=0):
-    g = torch.Generator().manual_seed(seed)
+def build(vocab, hidden, layers, heads, device, generator_seed=0):
+    g = torch.Generator().manual_seed(generator_seed)
 
     def w(*shape, scale=None):
         t = torch.randn(*shape, generator=g) * (scale or shape[-1] ** -0.5)
