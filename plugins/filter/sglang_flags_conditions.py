@@ -23,6 +23,8 @@ KNOWN_CONDITIONS = {
     "flag_at_least",
     "flag_values",
     "flag_values_outside",
+    "flag_unset_or",
+    "flag_lacks",
     "model_any",
     "flags_absent",
     "env_any",
@@ -87,6 +89,14 @@ def evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
             return None
         if flag is None:
             flag, value = hit
+    for flag_name, vals in (applies.get("flag_lacks") or {}).items():
+        # the flag (a list) is absent or lacks one of these values
+        given = _lc(_values(args[flag_name])) if flag_name in args else set()
+        missing = [v for v in vals if str(v).lower() not in given]
+        if not missing:
+            return None
+        if flag is None:
+            flag, value = flag_name, missing
     groups = applies.get("flag_values", [])
     groups = [groups] if isinstance(groups, dict) else list(groups)
     if "flag_values_outside" in applies:
@@ -99,6 +109,12 @@ def evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
             return None
         if flag is None:
             flag, value = hit
+    for flag_name, vals in (applies.get("flag_unset_or") or {}).items():
+        # the flag is left to SGLang's default, or given one of these values (``auto``)
+        if flag_name in args and not any(v.lower() in _lc(vals) for v in _values(args[flag_name])):
+            return None
+        if flag is None:
+            flag, value = flag_name, args.get(flag_name, "unset")
     if "model_any" in applies:
         model = str(args.get("model-path", args.get("model", ""))).lower()
         if not any(fnmatch.fnmatchcase(model, str(p).lower()) for p in applies["model_any"]):

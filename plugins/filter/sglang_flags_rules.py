@@ -15,6 +15,8 @@ A rule::
         flag_values: {flag: [v1, v2]}      # some flag has one of these values (case-insensitive);
                                            # a list of such mappings: each one must hold
         flag_values_outside: {flag: [v]}   # some flag is given with a value outside the list
+        flag_unset_or: {flag: [auto]}      # each flag is absent (SGLang's default) or has one of these
+        flag_lacks: {flag: [v1, v2]}       # each flag (a list) is absent or lacks one of these values
         model_any: ["*qwen3.5*"]           # model-path matches a pattern (fnmatch, lower case)
         flags_absent: [c]                  # none of these flags is present
         env_any: [VAR]                     # at least one of these variables is set (not null)
@@ -101,6 +103,12 @@ def sglang_flags_validate_rules(rules) -> list:
                 isinstance(n, bool) or not isinstance(n, (int, float)) for n in least.values())):
             raise AnsibleFilterError(
                 f"{where} ({rule['id']}): flag_at_least must be {{flag: number, ...}}")
+        for name in ("flag_unset_or", "flag_lacks"):
+            given = applies.get(name)
+            if given is not None and (not isinstance(given, dict) or not given or any(
+                    not isinstance(v, list) or not v for v in given.values())):
+                raise AnsibleFilterError(
+                    f"{where} ({rule['id']}): {name} must be {{flag: [value, ...], ...}}")
         rng = applies.get("sglang")
         if rng is not None:
             if not isinstance(rng, dict) or set(rng) - {"min", "max"}:

@@ -4,7 +4,7 @@ a host (input checks and catalog of the declared version, then the rules table; 
 
 import pytest
 from ansible_collections.sglang.deploy.plugins.filter.sglang_flags_report import sglang_flags_report
-from sglang_flags_rules_support import MINIMAL, lint
+from sglang_flags_rules_support import MINIMAL, by_rule, check, errors, lint
 
 VERSIONS = ["0.5.17", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 ATTENTION_FLAGS = ["attention-backend", "prefill-attention-backend", "decode-attention-backend", "mm-attention-backend"]
@@ -12,6 +12,7 @@ ATTENTION_FLAGS = ["attention-backend", "prefill-attention-backend", "decode-att
 
 HOST = "gpu-node-02.example.invalid"
 QWEN35 = "/data/models/Qwen3.5-397B-A17B-NVFP4"
+SKIP = ["trtllm::fused_moe::gemm1", "trtllm::fused_moe::gemm2"]
 PRODUCTION_SPEC = {"ml_env_packages": ["flashinfer-python==0.7.2", "sglang==0.5.23"], "cuda_toolkit_version": "13.0"}
 
 
@@ -104,7 +105,7 @@ def test_flashinfer_allreduce_fusion_on_sm120_warns_and_the_deprecation_agrees(f
 
 def test_nvfp4_moe_with_a_flashinfer_before_its_sm120_fix_is_refused():
     args = {"model-path": QWEN35, "quantization": "modelopt_fp4", "moe-runner-backend": "flashinfer_cutlass",
-            "fp4-gemm-backend": "flashinfer_cudnn", "context-length": 131072}
+            "fp4-gemm-backend": "flashinfer_cudnn", "context-length": 131072, "flashinfer-autotune-skip-ops": SKIP}
     old = {"ml_env_packages": ["flashinfer-python==0.6.5", "sglang==0.5.23"], "ml_env_min_versions":
            {"nvidia-cudnn-cu13": "9.10.2"}}
     text = line(lint(args, deploy=old), "ml_env_packages", "sm120-nvfp4-moe-flashinfer")
@@ -120,3 +121,86 @@ def test_fp4_gemm_rules_name_the_flashinfer_issues_and_versions():
     text = line(lint(dict(MINIMAL, **{"quantization": "modelopt_fp4"})), "--quantization",
                 "sm120-fp4-gemm-default", "warning")
     assert "FlashInfer issue 2577" in text
+
+
+# --- SGLang PR 39807 (open): NVFP4 MoE and trtllm_mha on SM120 ------------------------------------
+
+GOOD_SPEC = dict(PRODUCTION_SPEC, ml_env_min_versions={"nvidia-cudnn-cu13": "9.10.2"})
+
+
+def warnings_of(args, **kw):
+    """The warnings of a host whose ml_env spec is the production one (no deploy warning)."""
+    return rules_of(lint(args, deploy=GOOD_SPEC, **kw), "warning")
+
+
+NVFP4 = {"model-path": QWEN35, "fp4-gemm-backend": "flashinfer_cudnn", "context-length": 131072,
+         "flashinfer-autotune-skip-ops": SKIP}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("quantization", ["modelopt_fp4", "modelopt_mixed"])
+@pytest.mark.parametrize("moe", [None, "auto"])
+def test_nvfp4_moe_left_to_auto_on_sm120_is_refused_in_every_cataloged_version(version, quantization, moe):
+    args = dict(NVFP4, quantization=quantization)
+    if moe:
+        args["moe-runner-backend"] = moe
+    found = lint(args, version=version)
+    assert rules_of(found) == {"sm120-nvfp4-moe-runner-auto"}, found
+    text = line(found, "--quantization", "sm120-nvfp4-moe-runner-auto")
+    assert "SGLang PR 39807" in text and "NotImplementedError" in text and f"--quantization {quantization}" in text
+    assert "Fix: set moe-runner-backend flashinfer_cutlass" in text
+    assert rules_of(lint(dict(args, **{"moe-runner-backend": "flashinfer_cutlass"}), version=version)) == set()
+    assert rules_of(lint(args, version=version, sm="10.0")) == set()  # SM100: the TRT-LLM MoE is its own
+
+
+def test_trtllm_mha_with_the_checkpoints_kv_cache_dtype_warns_from_0_5_19():
+    args = dict(NVFP4, **{"quantization": "modelopt_fp4", "moe-runner-backend": "flashinfer_cutlass",
+                          "attention-backend": "trtllm_mha"})
+    for version in ("0.5.19", "0.5.23"):
+        found = lint(args, version=version)
+        assert rules_of(found) == set(), found
+        text = line(found, "--attention-backend", "sm120-trtllm-mha-fp8-kv-from-checkpoint", "warning")
+        assert "kv_cache_quant_algo" in text and "SGLang PR 39807" in text and "CUDA-graph capture" in text
+        assert "kv-cache-dtype bf16" in text
+        same = lint(dict(args, **{"kv-cache-dtype": "auto"}), version=version)
+        assert "sm120-trtllm-mha-fp8-kv-from-checkpoint" in rules_of(same, "warning")
+        assert warnings_of(args, version=version) == {"sm120-trtllm-mha-fp8-kv-from-checkpoint"}
+    # below the boundary trtllm_mha prefill is refused on SM120 altogether
+    old = lint(args, version="0.5.17")
+    assert rules_of(old) == {"sm120-trtllm-mha-prefill-before-0.5.19"}
+    assert "sm120-trtllm-mha-fp8-kv-from-checkpoint" not in rules_of(old, "warning")
+    # an explicit bf16 KV cache, a decode-only trtllm_mha, no ModelOpt checkpoint: nothing to say
+    for near in ({"kv-cache-dtype": "bf16"}, {"attention-backend": "triton", "decode-attention-backend": "trtllm_mha"}):
+        assert warnings_of(dict(args, **near)) == set()
+    unquantized = {k: v for k, v in args.items() if k != "quantization"}
+    assert warnings_of(unquantized) == set()
+    # an explicit fp8_e4m3 stays the resolver's refusal (the existing rule), not this warning
+    assert rules_of(lint(dict(args, **{"kv-cache-dtype": "fp8_e4m3"}))) == {"sm120-trtllm-mha-fp8-kv"}
+
+
+# --- FlashInfer issue 4841 / SGLang issue 34629: autotuned fused-MoE tactics --------------------
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("skip", [None, ["trtllm::fused_moe::gemm1"], ["fp4_gemm"]])
+def test_autotuned_fused_moe_gemms_on_sm120_are_refused(version, skip):
+    args = dict(NVFP4, **{"quantization": "modelopt_fp4", "moe-runner-backend": "flashinfer_cutlass"})
+    args.pop("flashinfer-autotune-skip-ops")
+    if skip:
+        args["flashinfer-autotune-skip-ops"] = skip
+    found = lint(args, version=version)
+    assert rules_of(found) == {"sm120-fused-moe-autotune"}, found
+    text = line(found, "--flashinfer-autotune-skip-ops", "sm120-fused-moe-autotune")
+    assert "FlashInfer issue 4841" in text and "SGLang issue 34629" in text and "trtllm::fused_moe::gemm2" in text
+    assert "Fix: set flashinfer-autotune-skip-ops [trtllm::fused_moe::gemm1, trtllm::fused_moe::gemm2]" in text
+    # the near misses: both GEMMs skipped (with others), autotuning off, deterministic inference
+    # (SGLang does not autotune then), another MoE runner, another GPU
+    for near in ({"flashinfer-autotune-skip-ops": SKIP + ["fp4_gemm"]}, {"disable-flashinfer-autotune": True},
+                 {"enable-deterministic-inference": True}, {"moe-runner-backend": "triton"}):
+        assert "sm120-fused-moe-autotune" not in rules_of(lint(dict(args, **near), version=version)), near
+    assert rules_of(lint(args, version=version, sm="10.0")) == set()
+
+
+def test_autotuned_fused_moe_rule_starts_with_the_oldest_catalog_that_has_the_flag():
+    args = {"model-path": QWEN35, "quantization": "modelopt_fp4", "moe-runner-backend": "flashinfer_cutlass"}
+    assert "sm120-fused-moe-autotune" in errors(check(args, version="0.5.17"))
+    assert "sm120-fused-moe-autotune" not in by_rule(check(args, version="0.5.16"))
