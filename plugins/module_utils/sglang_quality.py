@@ -44,7 +44,7 @@ def prompt_set_hash(prompts, max_tokens, top_k):
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
 
 
-def _top_map(top):
+def top_map(top):
     """{token id: logprob} of one position's top-k ([[logprob, id, text?], ...] or [[id, lp]])."""
     out = {}
     for entry in top or []:
@@ -59,7 +59,7 @@ def kl_topk(ref_top, new_top):
     """KL(reference || new) over the reference's top-k at one position, the rest of the mass in
     one bucket. A reference token missing from the new top-k gets the new k-th logprob (an upper
     bound of its probability: the estimate errs low, never high)."""
-    p, q = _top_map(ref_top), _top_map(new_top)
+    p, q = top_map(ref_top), top_map(new_top)
     if not p:
         return 0.0
     floor = min(q.values()) if q else -30.0
@@ -85,7 +85,7 @@ def is_top(top, token, logprob, tie_epsilon=TIE_EPSILON):
     """(agrees, argmax id, its logprob): ``token`` with ``logprob`` is the top token of ``top``
     (one position's top-k) when no entry beats it by more than ``tie_epsilon``, whichever of
     tied tokens the list names first. An empty top-k agrees (nothing to compare with)."""
-    q = _top_map(top)
+    q = top_map(top)
     if not q:
         return True, None, None
     argmax = max(q, key=lambda tok: (q[tok], tok == token))
@@ -118,7 +118,7 @@ def compare_prompt(ref, scored, free_ids=None, tie_epsilon=TIE_EPSILON):
             worst = {"same_top": same_top, "d": d, "position": i, "ref_id": int(ids[i]),
                      "ref_logprob": round(float(ref_lp[i]), 5), "new_logprob": round(float(new_lp[i]), 5),
                      "new_id": argmax, "new_top_logprob": round(top_lp, 5) if top_lp is not None else None,
-                     "ref_text": _text(ref.get("texts"), i), "new_text": _top_text(new_top, i, argmax)}
+                     "ref_text": _text(ref.get("texts"), i), "new_text": top_text(new_top, i, argmax)}
     out = {
         "tokens": len(deltas),
         "top1": round(agree / len(deltas), 4) if deltas else None,
@@ -147,7 +147,8 @@ def _text(texts, i):
     return texts[i] if texts and i < len(texts) else None
 
 
-def _top_text(top, i, tok):
+def top_text(top, i, tok):
+    """The text of token ``tok`` in the top-k of position ``i``, where the server gave it."""
     for entry in (top[i] if i < len(top) else []) or []:
         if not isinstance(entry, dict) and len(entry) >= 3 and entry[1] == tok:
             return entry[2]
@@ -302,6 +303,6 @@ def load_gate(load):
            "ok": load.get("level") != "degraded"}
     if row["ok"]:
         return [row], []
-    return [row], ["quality at load degraded: %s. The same prompts alone answered as their reference: a kernel "
+    return [row], ["quality at load degraded: %s. Decoded alone, the same prompts answered otherwise: a kernel "
                    "wrong only when requests share a decode batch (docs/quality-gate.md, Quality at load)" % "; ".join(
                        load.get("reasons") or [])]

@@ -21,7 +21,7 @@ plugins/module_utils/sglang_verify_quality.py and on the controller by the gate
 
 import math
 
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_quality import TIE_EPSILON, is_top
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_quality import TIE_EPSILON, is_top, top_map, top_text
 
 # /server_info fields (SGLang 0.5.23 ServerArgs, resolved) that bound the decode batch, the
 # older names after the -decode forms of 0.5.23
@@ -102,13 +102,6 @@ def rounds(n_prompts, size, generations):
     return [[(r * size + j) % n_prompts for j in range(size)] for r in range(count)]
 
 
-def _lp_of(top, token):
-    for entry in top or []:
-        if len(entry) >= 2 and entry[1] is not None and int(entry[1]) == int(token):
-            return float(entry[0])
-    return None
-
-
 def compare_generation(alone, batched, margin, tie_epsilon=TIE_EPSILON):
     """One generation at load against the same prompt decoded alone. ``alone`` and ``batched``:
     ``ids``, ``logprobs`` and ``top`` (per output position, [[logprob, id, text?], ...]).
@@ -123,12 +116,13 @@ def compare_generation(alone, batched, margin, tie_epsilon=TIE_EPSILON):
     for i in range(min(len(a_ids), len(b_ids), len(a_lp), len(b_lp))):
         if int(a_ids[i]) != int(b_ids[i]):
             top = a_top[i] if i < len(a_top) else []
-            lp_b = _lp_of(top, b_ids[i])
+            lp_b = top_map(top).get(int(b_ids[i]))
             explained = lp_b is not None and is_top(top, int(b_ids[i]), lp_b, tie_epsilon + float(margin))[0]
             diverged = {"position": i, "alone_id": int(a_ids[i]), "alone_logprob": round(float(a_lp[i]), 5),
                         "batched_id": int(b_ids[i]), "batched_logprob": round(float(b_lp[i]), 5),
                         "alone_logprob_of_batched": round(lp_b, 5) if lp_b is not None else None,
-                        "alone_text": _text_of(top, a_ids[i]), "batched_text": _text_of(batched.get("top"), b_ids[i], i),
+                        "alone_text": top_text(a_top, i, int(a_ids[i])),
+                        "batched_text": top_text(batched.get("top") or [], i, int(b_ids[i])),
                         "explained": explained}
             break
         if a_lp[i] is not None and b_lp[i] is not None:
@@ -139,14 +133,6 @@ def compare_generation(alone, batched, margin, tie_epsilon=TIE_EPSILON):
                     "note": "%d tokens alone, %d in the batch" % (len(a_ids), len(b_ids))}
     return {"tokens": len(deltas), "exact": diverged is None, "diverged": diverged,
             "sum_abs": sum(deltas), "max_abs": max(deltas) if deltas else 0.0}
-
-
-def _text_of(top, token, position=None):
-    rows = top[position] if position is not None and top and position < len(top) else (top if position is None else [])
-    for entry in rows or []:
-        if len(entry) >= 3 and entry[1] is not None and int(entry[1]) == int(token):
-            return entry[2]
-    return None
 
 
 def wrong(row, tolerance):
