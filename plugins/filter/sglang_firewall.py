@@ -23,6 +23,8 @@ import re
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as _inputs
 # SGLang's --host value read as an address, as the API key check reads it
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_exposure as _exposure
+# paths, unit names and the union of the admitted networks, as every renderer judges them
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
 # The variables templates/sglang-firewall.service.j2 and templates/sglang-firewall.nft.j2 are
 # made of (the unit's file name included: tasks/apply.yml), and their kind in _inputs
 # (unit_input_findings); "nft-name" is checked for control characters there, then here.
@@ -121,11 +123,31 @@ def _addresses(getent_stdout):
     return seen
 
 
-def sglang_firewall_sets(sources, resolved=None):
+WAIVER = "sglang_firewall_admit_all"
+
+
+def admit_all_finding(networks, waiver="") -> list:
+    """An error when the union of ``networks`` admits every address of a family, whatever its
+    spelling (0.0.0.0/0; 0.0.0.0/1 and 128.0.0.0/1; ::/0), unless ``waiver``
+    (sglang_firewall_admit_all) says why as text: then a warning repeating it."""
+    every = _guard.admits_every_address(networks)
+    if not every:
+        return []
+    what = f"the admitted sources together admit every {every} address: the firewall filters nothing"
+    reason = waiver.strip() if isinstance(waiver, str) else ""
+    if reason:
+        return [{"severity": "warning", "msg": f"{what}; accepted in {WAIVER}: {reason}"}]
+    return [{"severity": "error", "msg": (
+        f"sglang_firewall_allow [firewall-admits-all] {what}. Fix: list your client networks, or turn the "
+        f"firewall off and bind a declared address; {WAIVER}: '<why every address may connect>' accepts it")}]
+
+
+def sglang_firewall_sets(sources, resolved=None, admit_all=""):
     """{"ipv4": [...], "ipv6": [...], "comments": [...], "errors": [...]}: the networks of
     `sources` and the addresses its names resolved to (`resolved`: name -> getent ahosts
     output, or the results of the resolving loop), merged and sorted. A name without an
-    address is an error: the host could not be admitted."""
+    address is an error: the host could not be admitted; so is a union that admits every
+    address unless `admit_all` (sglang_firewall_admit_all) says why."""
     if isinstance(resolved, list):  # the registered loop results of tasks/plan.yml
         resolved = {r.get("item"): (r.get("stdout", "") if r.get("rc", 1) == 0 else "") for r in resolved}
     resolved = resolved or {}
@@ -142,6 +164,7 @@ def sglang_firewall_sets(sources, resolved=None):
         for addr in found:
             nets.append(ipaddress.ip_network(addr))
         comments.append(f"{entry['name']} -> {', '.join(found)} ({entry['origin']})")
+    errors += [f["msg"] for f in admit_all_finding(nets, admit_all) if f["severity"] == "error"]
     return {
         "ipv4": [_written(n) for n in ipaddress.collapse_addresses(n for n in nets if n.version == 4)],
         "ipv6": [_written(n) for n in ipaddress.collapse_addresses(n for n in nets if n.version == 6)],
@@ -156,20 +179,42 @@ def sglang_firewall_wildcard(host):
     (::ffff:0.0.0.0), and IPv4 short forms as inet_aton reads them (0, 0.0, 0x0, 00.0.0)."""
     if host is None:
         return False  # SGLang's default is 127.0.0.1
+    if isinstance(host, (list, tuple, dict)):  # argv would give each item (a mapping: its keys)
+        return any(sglang_firewall_wildcard(item) for item in host)
     if str(host).strip() in _WILDCARDS:
         return True
     address = _exposure.bind_address(host)  # None: a host name (SGLang resolves it; not judged here)
     return address is not None and address.is_unspecified
 
 
+def ruleset_path_problem(path) -> str:
+    """Why ``path`` cannot be the firewall's ruleset (the template's destination and nft -f's
+    source): a file of its own ending in .nft, no '..', not in a system tree but /etc's
+    nftables directories; "" when it can."""
+    problem = _guard.path_problem(path)
+    norm = _guard.normalise(path) or ""
+    if not problem and not norm.endswith(".nft"):
+        problem = "is not a .nft file of the firewall's own (the template replaces it, nft -f loads it)"
+    tree = _guard.system_tree(norm) if not problem else ""
+    if tree and not any(norm.startswith(d) for d in ("/etc/nftables.d/", "/etc/nftables/", "/etc/sglang")):
+        problem = f"lies in the system tree {tree}; keep it in /etc/nftables.d/"
+    return problem
+
+
 def _unit_input_findings(unit):
     """Errors for the unit template's variables (UNIT_INPUTS), in the server's words."""
     found = []
-    for name, value in (unit or {}).items():
+    unit = unit or {}
+    for name, value in unit.items():
         if name not in UNIT_INPUTS or value is None:
             continue
         kind = UNIT_INPUTS[name]
-        own = _inputs.unit_input_findings(name, value, "text" if kind == "nft-name" else kind)
+        foreign = [unit.get("sglang_firewall_server_service") or "sglang", "smg"] \
+            if name == "sglang_firewall_service_name" else None
+        own = _inputs.unit_input_findings(name, value, "text" if kind == "nft-name" else kind, foreign=foreign)
+        if not own and name == "sglang_firewall_ruleset_path" and ruleset_path_problem(value):
+            own = [{"rule": "input-ruleset-path", "flag": name, "message": f"{str(value)!r} "
+                    f"{ruleset_path_problem(value)}", "fix": "e.g. /etc/nftables.d/sglang-firewall.nft"}]
         found += own
         if kind == "nft-name" and not own and not _NFT_NAME.match(str(value)):
             found.append({"rule": "input-nft-name", "flag": name, "message": (
@@ -179,11 +224,12 @@ def _unit_input_findings(unit):
             for f in found]
 
 
-def sglang_firewall_findings(flags, enabled=False, open_bind_ok=False, sources=None, ports=None, unit=None):
+def sglang_firewall_findings(flags, enabled=False, open_bind_ok=False, sources=None, ports=None, unit=None,
+                             admit_all=""):
     """[{"severity": "error"|"warning", "msg": text}] for lint.yml. `flags`: sglang_flags_normalized,
     the normalised flags the unit is rendered from (its `host`: "--host" and "host" are one flag
     there); `sources`: sglang_firewall_sources' result; `ports`: the filtered ports; `unit`: the
-    UNIT_INPUTS variables."""
+    UNIT_INPUTS variables; `admit_all`: sglang_firewall_admit_all (admit_all_finding)."""
     findings = _unit_input_findings(unit)
     flags = flags or {}
     host = flags.get("host", None) if isinstance(flags, dict) else None
@@ -205,15 +251,13 @@ def sglang_firewall_findings(flags, enabled=False, open_bind_ok=False, sources=N
             findings.append({"severity": "error", "msg": f"port {port!r} is not a TCP port (1-65535)"})
     for err in (sources or {}).get("errors", []):
         findings.append({"severity": "error", "msg": err})
+    findings += admit_all_finding([e["network"] for e in (sources or {}).get("networks", [])], admit_all)
     for entry in (sources or {}).get("networks", []):
         net = ipaddress.ip_network(entry["network"])
         if any(net.version == p.version and net.subnet_of(p) for p in _PLACEHOLDERS):
             findings.append({"severity": "warning", "msg": (
                 f"{entry['network']} ({entry['origin']}) is a documentation network (a placeholder): "
                 "put your client networks into sglang_firewall_allow")})
-        elif net.prefixlen == 0:
-            findings.append({"severity": "warning", "msg": (
-                f"{entry['network']} ({entry['origin']}) admits every address: the firewall filters nothing")})
     return findings
 
 

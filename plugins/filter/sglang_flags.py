@@ -15,10 +15,11 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # the one flag model, shared with the modules (plugins/module_utils/sglang_flags_model.py)
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as MODEL
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as GUARD
 
 
 def _filter(func):
@@ -50,7 +51,7 @@ def sglang_env_lines(env) -> list:
     lines = []
     for key in sorted(env):
         value = env[key]
-        if not isinstance(key, str) or not _ENV_RE.match(key):
+        if not isinstance(key, str) or not _ENV_RE.fullmatch(key):
             raise AnsibleFilterError(
                 f"sglang_server_env: {key!r} is not a valid environment variable name "
                 "(letters, digits and '_', not starting with a digit)"
@@ -60,8 +61,9 @@ def sglang_env_lines(env) -> list:
         if isinstance(value, bool):
             value = "1" if value else "0"
         text = str(value)
-        if "\n" in text:
-            raise AnsibleFilterError(f"sglang_server_env['{key}'] contains a newline; not allowed")
+        if GUARD.control_char(text):  # a line break (\n, \r, U+2028, U+0085...) splits the file's line
+            raise AnsibleFilterError(f"sglang_server_env['{key}'] contains a newline or another control "
+                                     f"character ({GUARD.control_char(text)}); not allowed")
         text = text.replace("\\", "\\\\").replace('"', '\\"')
         lines.append(f'{key}="{text}"')
     return lines

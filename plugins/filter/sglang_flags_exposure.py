@@ -18,6 +18,9 @@ import ipaddress
 import re
 import socket
 
+# what a key must be (a string without whitespace), shared with the server's render guard
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
+
 SOURCE = "plugins/filter/sglang_flags_exposure.py"
 MIN_KEY_LENGTH = 16
 KEY_VARIABLES = ("sglang_server_api_key", "sglang_server_admin_api_key")
@@ -69,13 +72,27 @@ def _short_key_findings(lengths):
             for name in KEY_VARIABLES if 0 < int(lengths.get(name) or 0) < MIN_KEY_LENGTH]
 
 
-def sglang_flags_key_findings(flags, key_lengths=None, allow_no_key="") -> list:
+def sglang_key_problem(value) -> str:
+    """Why ``value`` cannot be an API key ("" when it can, or is not set), never quoting it."""
+    return _guard.key_problem(value)
+
+
+def _key_shape_findings(problems):
+    return [_finding("error", None, f"{name} {problems[name]}: SGLang and smg compare the bearer token "
+                     "with the key as written, and the keys file would hold it as text",
+                     f"a string without whitespace of at least {MIN_KEY_LENGTH} characters: ansible-vault "
+                     f"encrypt_string \"$(openssl rand -hex 32)\" --name {name}", "input-key-shape", name)
+            for name in KEY_VARIABLES if (problems or {}).get(name)]
+
+
+def sglang_flags_key_findings(flags, key_lengths=None, allow_no_key="", key_problems=None) -> list:
     """An error when ``flags`` (the flags as argparse reads them) bind beyond loopback and no API
     key is set, a warning instead when ``allow_no_key`` gives the reason; an error for a key
-    shorter than MIN_KEY_LENGTH. ``key_lengths``: KEY_VARIABLES -> the length of each key (the
-    keys themselves never come here)."""
+    shorter than MIN_KEY_LENGTH, and for one that ``key_problems`` (KEY_VARIABLES ->
+    sglang_key_problem of the key) refuses. ``key_lengths``: KEY_VARIABLES -> the length of each
+    key (the keys themselves never come here)."""
     lengths = key_lengths if isinstance(key_lengths, dict) else {}
-    findings = _short_key_findings(lengths)
+    findings = _short_key_findings(lengths) + _key_shape_findings(key_problems)
     host = (flags or {}).get("host") if isinstance(flags, dict) else None
     if int(lengths.get("sglang_server_api_key") or 0) > 0 or loopback(host):
         return findings
@@ -95,4 +112,5 @@ def sglang_flags_key_findings(flags, key_lengths=None, allow_no_key="") -> list:
 
 class FilterModule:
     def filters(self):
-        return {"sglang_flags_key_findings": sglang_flags_key_findings}
+        return {"sglang_flags_key_findings": sglang_flags_key_findings,
+                "sglang_key_problem": sglang_key_problem}

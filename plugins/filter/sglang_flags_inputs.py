@@ -28,13 +28,14 @@ lint report, instead of a unit that systemd reads differently than the inventory
 from __future__ import annotations
 
 import re
-import unicodedata
 
 
 # siblings of the collection, imported by name
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as _catalog
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as _renderer
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_owned as _owned
+# the guards the renderers apply themselves (the lint reports the same answers)
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
 
 UNIT_TEMPLATE = "roles/sglang_server/templates/sglang.service.j2"
 CHECKS = "plugins/filter/sglang_flags_inputs.py"
@@ -44,7 +45,7 @@ OWNED = "plugins/filter/sglang_flags_owned.py"
 # must be. ("int", N): an integer >= N.
 UNIT_INPUTS = {
     "sglang_server_user": "user",
-    "sglang_server_workdir": "dir",
+    "sglang_server_workdir": "rw-dir",
     "sglang_server_config_dir": "dir",
     "sglang_server_python": "path",
     "sglang_server_path": "search-path",
@@ -111,12 +112,9 @@ REFUSED_FLAGS = {
 }
 # A value may start with '-' only as a number: SGLang 0.5.23 has flags whose value is -1
 # (--mamba-max-states-per-path, --offload-group-size: default -1 in
-# files/catalogs/sglang-0.5.23.json), and argparse reads a negative number as a value.
-_NUMBER_RE = re.compile(r"^-(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# systemd's valid_user_group_name(), or a numeric uid
-_USER_RE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_-]{0,30}|[0-9]+)$")
-_UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.@-]+$")
+# files/catalogs/sglang-0.5.23.json), and argparse reads a negative number as a value
+# (_guard.dash_value).
+_ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _finding(rule, what, value, message, fix, source=UNIT_TEMPLATE, flag=None):
@@ -127,12 +125,7 @@ def _finding(rule, what, value, message, fix, source=UNIT_TEMPLATE, flag=None):
             "source": source}
 
 
-def _control(text) -> str:
-    """The first control character of ``text`` as ``\\n``-style escape, or ""."""
-    for char in str(text):
-        if unicodedata.category(char) == "Cc":
-            return repr(char)[1:-1]
-    return ""
+_control = _guard.control_char  # control characters and the Unicode line separators
 
 
 def _control_finding(what, value, flag=None):
@@ -205,11 +198,12 @@ def _list_findings(name, value, kind):
     return findings
 
 
-def unit_input_findings(name, value, kind=None):
+def unit_input_findings(name, value, kind=None, foreign=None):
     """The findings on one variable that a unit is made of, by its kind (UNIT_INPUTS' kinds;
     "text": control characters only). Other roles' units go through it too
-    (plugins/filter/sglang_firewall.py)."""
-    kind = kind or UNIT_INPUTS[name]
+    (plugins/filter/sglang_firewall.py). ``foreign``: the names of the deploy's other units (a
+    unit name must not be one of them; default: their default names, _guard.OTHER_UNITS)."""
+    kind, foreign = kind or UNIT_INPUTS[name], _guard.OTHER_UNITS.get(name, ()) if foreign is None else foreign
     if isinstance(kind, tuple):
         return _int_finding(name, value, kind[1])
     if kind == "bool":
@@ -223,23 +217,23 @@ def unit_input_findings(name, value, kind=None):
                          "a quoted octal string, e.g. '0077'")]
     if kind in ("path", "url-path"):
         return _path_findings(name, value, kind)
-    if kind == "dir":
-        return _path_findings(name, value) or _owned_dir_findings(name, value)
+    if kind in ("dir", "rw-dir"):
+        return _path_findings(name, value) or _owned_dir_findings(name, value, kind == "rw-dir")
     if kind == "env-map":
         return _env_findings(value, name)
     if kind == "search-path":
         return [f for entry in str(value).split(":") for f in _path_findings(name, entry)]
     if _control(value):
         return _control_finding(name, value)
-    if kind == "user" and not _USER_RE.match(str(value)):
+    if kind == "user" and _guard.user_problem(value):
         return [_finding("input-user", name, value,
                          f"{str(value)!r} is not a user name ([A-Za-z_][A-Za-z0-9_-]*, at most "
                          "31 characters) or a numeric uid", "give an existing user name, e.g. root")]
-    if kind == "unit-name" and (not _UNIT_NAME_RE.match(str(value)) or str(value).startswith(".")):
+    if kind == "unit-name" and _guard.unit_name_problem(value, foreign=foreign):
         return [_finding("input-unit-name", name, value,
-                         f"{str(value)!r} is not a systemd unit name: the unit is written to "
-                         f"/etc/systemd/system/{value}.service",
-                         "letters, digits and : _ . @ - only, no '/', e.g. sglang",
+                         f"{str(value)!r} {_guard.unit_name_problem(value, foreign=foreign)}: the unit is "
+                         f"written to /etc/systemd/system/{value}.service",
+                         "letters, digits and : _ . @ - only, no '/', a name of its own, e.g. sglang",
                          "roles/sglang_server/tasks/render.yml")]
     if kind == "unit-name" and _owned.reserved_unit(value):
         return [_finding("input-unit-reserved", name, value,
@@ -253,9 +247,10 @@ def unit_input_findings(name, value, kind=None):
     return []
 
 
-def _owned_dir_findings(name, value):
-    """A directory the deploy creates (root, 0755) and writes: never the system's own."""
-    found = _owned.system_dir(value)
+def _owned_dir_findings(name, value, writable=False):
+    """A directory the deploy creates (root, 0755) and writes: never the system's own; one the
+    service writes (``writable``: WorkingDirectory=, ReadWritePaths=) never in a system tree."""
+    found = _owned.system_dir(value) or (_guard.system_tree(value) if writable else "")
     if not found:
         return []
     return [_finding("input-system-dir", name, value,
@@ -319,16 +314,23 @@ def _flag_findings(flags, catalog, renamed):
     full_names = {flag: _catalog.full_name(flag, catalog) for flag in flags}
     for flag, value in flags.items():
         var, full = f"sglang_server_args['{flag}']", full_names[flag]
-        if full in REFUSED_FLAGS:  # a key is a secret: no value is quoted in this finding
-            rule, why, fix = REFUSED_FLAGS[full]
+        refused = full if full in REFUSED_FLAGS else _guard.refused_option(flag)
+        if refused:  # a key is a secret: no value is quoted in this finding
+            rule, why, fix = REFUSED_FLAGS[refused]
+            full = refused
             findings.append(_finding(rule, var, "<redacted>", why.format(flag=full), fix, CHECKS, flag))
+            continue
+        if (full == "host" or "host".startswith(full)) and _guard.scalar_problem(value):
+            findings.append(_finding("input-host-type", var, value, f"{value!r} {_guard.scalar_problem(value)}: "
+                                     "argv gives each item, the firewall and the key checks read one address",
+                                     "give one address, e.g. 127.0.0.1", CHECKS, flag))
             continue
         values = _values(value)
         bad = [v for v in values if _control(v)]
         if bad:
             findings += _control_finding(var, bad[0], flag)
             continue
-        dashed = [v for v in values if v.startswith("-") and not _NUMBER_RE.match(v)]
+        dashed = [_guard.dash_value(values)] if _guard.dash_value(values) else []
         if dashed:
             findings.append(_finding(
                 "input-dash-value", var, dashed[0],
@@ -353,7 +355,7 @@ def _env_findings(env, what="sglang_server_env"):
     findings = []
     for name, value in (env or {}).items() if isinstance(env, dict) else ():
         var = f"{what}[{str(name)!r}]"
-        if not isinstance(name, str) or not _ENV_RE.match(name):
+        if not isinstance(name, str) or not _ENV_RE.fullmatch(name):
             findings.append(_finding(
                 "input-env-name", var, name,
                 "not an environment variable name: the environment file would read it as another "

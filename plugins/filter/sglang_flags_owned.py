@@ -17,6 +17,8 @@ import fnmatch
 import posixpath
 import re
 
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
+
 # Units a host already has, whose name the server's unit must not take (fnmatch patterns): the
 # remote shell, the system's own daemons, the container engines, the login prompts, the NVIDIA
 # daemons and what roles/sglang_monitoring installs. Short on purpose; the host-side check
@@ -43,9 +45,9 @@ SYSTEM_DIRS = frozenset((
     "/etc/systemd", "/etc/systemd/system", "/lib/systemd", "/usr/lib/systemd",
 ))
 # Trees the server must never write: a ReadWritePaths= anywhere below them undoes
-# ProtectSystem=strict where it matters (units, sudoers, binaries, the kernel's interfaces).
-PROTECTED_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-                   "/root", "/sbin", "/sys", "/usr")
+# ProtectSystem=strict where it matters (units, timers, cron, sudoers, binaries, the kernel's
+# interfaces). One list, the guards' (plugins/module_utils/sglang_input_guard.py).
+PROTECTED_TREES = _guard.SYSTEM_TREES
 
 # A revision names a directory (<root>/<name>/<revision>): a 40-hex commit sha, or a branch or
 # tag name of letters, digits, '.', '_' and '-' that starts with a letter or digit. No '/' (the
@@ -75,7 +77,7 @@ def protected(path) -> str:
         return ""
     if norm in SYSTEM_DIRS:
         return norm
-    return next((tree for tree in PROTECTED_TREES if norm.startswith(tree + "/")), "")
+    return _guard.system_tree(norm)
 
 
 def reserved_unit(name) -> str:

@@ -23,6 +23,9 @@ import hashlib
 import json
 import re
 
+# the guards every value of the command line passes (shared with the lint)
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as GUARD
+
 # Flags whose value is a secret: never shown, never part of the flag hash.
 SECRET_FLAGS = ("api-key", "admin-api-key", "ssl-keyfile-password", "watermark-config", "watermark-key")
 
@@ -112,20 +115,46 @@ def _scalar(flag, value):
     return str(value)
 
 
+def _refuse_tokens(flag, values):
+    """Raise for a flag or values that SGLang would read otherwise than the inventory says: a
+    key or --config by any prefix (argparse abbreviations), a control character or line
+    separator, a value that argparse reads as an option."""
+    refused = GUARD.refused_option(flag)
+    if refused:
+        raise FlagModelError(
+            "sglang_server_args['%s'] is read by SGLang as --%s, which the deploy never takes from the "
+            "flags: the keys go into sglang_server_api_key / sglang_server_admin_api_key (a root-only "
+            "file given with --config); write the flags of a config file into sglang_server_args" % (flag, refused))
+    for value in values:
+        if GUARD.control_char(value):
+            raise FlagModelError(
+                "sglang_server_args['%s'] contains the control character %s: it would end the unit's "
+                "line there; remove it" % (flag, GUARD.control_char(value)))
+    dashed = GUARD.dash_value(values)
+    if dashed:
+        raise FlagModelError(
+            "sglang_server_args['%s']: the value %r starts with '-', and SGLang's argparse reads it as "
+            "an option, not as a value; a value may start with '-' only as a number (-1)" % (flag, dashed))
+
+
 def argv(args):
-    """The argv tokens after ``-m sglang.launch_server``."""
+    """The argv tokens after ``-m sglang.launch_server``; raises FlagModelError for what
+    _refuse_tokens refuses."""
     out = []
     for flag, value in normalize_args(args).items():
         out.append("--" + flag)
         if value is True:
+            _refuse_tokens(flag, [])
             continue
         if isinstance(value, (list, tuple)):
             if not value:
                 raise FlagModelError(
                     "sglang_server_args['%s'] is an empty list; use null to omit the flag" % flag)
-            out.extend(_scalar(flag, v) for v in value)
+            values = [_scalar(flag, v) for v in value]
         else:
-            out.append(_scalar(flag, value))
+            values = [_scalar(flag, value)]
+        _refuse_tokens(flag, values)
+        out.extend(values)
     return out
 
 

@@ -222,12 +222,58 @@ def test_lint_reports_bad_entries_and_ports_only_when_enabled():
                       "sglang_firewall_allow: 10.0.0.5/8 has host bits set: write 10.0.0.0/8 or the single address 10.0.0.5"]
 
 
-def test_lint_warns_about_placeholders_and_everything():
+def test_lint_warns_about_placeholders_and_a_waived_everything():
     sources = f.sglang_firewall_sources(["192.0.2.0/24", "2001:db8::1", "0.0.0.0/0", "10.0.0.0/8"])
-    findings = f.sglang_firewall_findings({}, enabled=True, sources=sources, ports=[30000])
+    findings = f.sglang_firewall_findings({}, enabled=True, sources=sources, ports=[30000],
+                                          admit_all="a lab network behind its own gateway")
     warnings = [x["msg"] for x in findings if x["severity"] == "warning"]
     assert _errors(findings) == []
     assert len(warnings) == 3
-    assert "192.0.2.0/24 (sglang_firewall_allow) is a documentation network" in warnings[0]
-    assert "2001:db8::1 (sglang_firewall_allow)" in warnings[1]
-    assert "admits every address" in warnings[2]
+    assert "192.0.2.0/24 (sglang_firewall_allow) is a documentation network" in warnings[1]
+    assert "2001:db8::1 (sglang_firewall_allow)" in warnings[2]
+    assert "admit every IPv4 (0.0.0.0/0) address" in warnings[0]
+    assert "accepted in sglang_firewall_admit_all: a lab network behind its own gateway" in warnings[0]
+
+
+@pytest.mark.parametrize("allow", [["0.0.0.0/0"], ["0.0.0.0/1", "128.0.0.0/1"], ["::/0"], ["::/1", "8000::/1"],
+                                   ["::ffff:0:0/96"], ["10.0.0.0/8", "0.0.0.0/1", "128.0.0.0/2", "192.0.0.0/2"]])
+def test_a_union_that_admits_every_address_needs_the_waiver(allow):
+    sources = f.sglang_firewall_sources(allow)
+    findings = f.sglang_firewall_findings({}, enabled=True, sources=sources, ports=[30000])
+    assert any("[firewall-admits-all]" in e and "sglang_firewall_admit_all" in e for e in _errors(findings))
+    sets = f.sglang_firewall_sets(sources)
+    assert any("[firewall-admits-all]" in e for e in sets["errors"])
+    assert f.sglang_firewall_sets(sources, admit_all="why")["errors"] == []
+
+
+def test_a_union_short_of_every_address_passes():
+    sources = f.sglang_firewall_sources(["0.0.0.0/1", "128.0.0.0/2", "::/1"])
+    assert _errors(f.sglang_firewall_findings({}, enabled=True, sources=sources, ports=[30000])) == []
+
+
+@pytest.mark.parametrize("path", ["/etc/shadow", "/etc/nftables.conf", "/etc/nftables.d/../shadow.nft", "x.nft",
+                                  "/usr/lib/x.nft", "/etc/nftables.d/x.nft\u2028ExecStartPre=/tmp/x"])
+def test_the_ruleset_path_is_a_file_of_the_firewalls_own(path):
+    path = path.encode().decode("unicode_escape")
+    found = f.sglang_firewall_findings({}, unit={"sglang_firewall_ruleset_path": path})
+    assert any(e.startswith("sglang_firewall_ruleset_path [") for e in _errors(found)), found
+
+
+@pytest.mark.parametrize("name", ["sglang", "smg", "ssh", "--help", "../x", "sglang-firewall\n", "fw\u2029x"])
+def test_the_firewall_unit_is_not_another_units(name):
+    found = f.sglang_firewall_findings({}, unit={"sglang_firewall_service_name": name,
+                                                 "sglang_firewall_server_service": "sglang"})
+    assert any(e.startswith("sglang_firewall_service_name [") for e in _errors(found)), found
+
+
+def test_the_firewalls_defaults_pass():
+    unit = {"sglang_firewall_ruleset_path": "/etc/nftables.d/sglang-firewall.nft",
+            "sglang_firewall_service_name": "sglang-firewall", "sglang_firewall_server_service": "sglang",
+            "sglang_firewall_table": "sglang_firewall"}
+    assert _errors(f.sglang_firewall_findings({}, unit=unit)) == []
+
+
+@pytest.mark.parametrize("host", [["0.0.0.0"], {"0.0.0.0": 1}, ("::",)])
+def test_a_wildcard_bind_in_a_list_or_mapping_is_a_wildcard(host):
+    assert f.sglang_firewall_wildcard(host)
+    assert any("[firewall-open-bind]" in e for e in _errors(f.sglang_firewall_findings({"host": host})))

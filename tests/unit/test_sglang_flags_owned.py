@@ -72,7 +72,18 @@ def test_a_relative_directory_is_refused(variable):
 @pytest.mark.parametrize("path", ["/var/lib/sglang", "/etc/sglang", "/data/models", "/srv/models/", "/tmp/x",
                                   "/home/ml/models"])
 def test_directories_of_the_deploys_own_pass(path):
-    assert errors({"sglang_server_workdir": path, "model_files_root": path}) == []
+    assert errors({"sglang_server_config_dir": path, "model_files_root": path}) == []
+    if not path.startswith("/etc/"):
+        assert errors({"sglang_server_workdir": path}) == []
+
+
+@pytest.mark.parametrize("path", ["/etc/sglang", "/var/spool/cron/crontabs", "/run/systemd/system",
+                                  "/var/lib/systemd", "/usr/local/lib/x", "/boot/efi"])
+def test_a_working_directory_in_a_system_tree_is_refused(path):
+    # the hardened unit makes its working directory writable (ReadWritePaths=): /etc/sglang would
+    # let the server rewrite its own environment file, the others the host's units, timers or cron
+    refused(errors({"sglang_server_workdir": path}), "sglang_server_workdir", "input-system-dir",
+            "give a directory of the deploy's own")
 
 
 def test_an_unset_model_directory_is_not_judged():
