@@ -14,6 +14,8 @@ usage: sglang_drift.py [--sglang X] [--index-url URL ...] [--newest-catalog FILE
    once with the newest, and reports the findings the newest adds (flags rejected, renamed,
    removed), the defaults that changed for flags the profile leaves unset (literal defaults of
    the two catalogs), and the pins that would move.
+4. Names every flag the newest version has retired or deprecated that a tracked file of the
+   repository still names, with its replacement (scripts/sglang_drift_mentions.py).
 
 Exit status: 1 when the production profile (inventories/production) has an error with the
 newest version, 2 when the newest version cannot be fetched or read, else 0.
@@ -41,6 +43,7 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalo
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as R
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_deploy as D
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as Q
+from ansible_collections.sglang.deploy.scripts import sglang_drift_mentions as M
 
 
 def _yaml_dir(directory):
@@ -251,6 +254,7 @@ def main(argv=None):
         requires = C.load_catalog(os.path.join(work, f"sglang-{newest}.json")).get("requires", {})
         print("drift: its pins: " + (", ".join(f"{k}{v}" for k, v in sorted(requires.items())) or "none"))
         lines, status = report(profs, newest, work, rules, removed)
+        lines += M.report_lines(opts.root, newest, removed, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("\n".join(lines))

@@ -92,3 +92,68 @@ def test_the_makefile_target_runs_the_script():
     with open(os.path.join(ROOT, "inventories", "production", "group_vars", "blackwell", "ml_env.yml"),
               encoding="utf-8") as fh:
         assert yaml.safe_load(fh)["ml_env_index_url"]  # the index the download asks
+
+
+# --- retired flags the repository still names (scripts/sglang_drift_mentions.py) ---------------
+
+from ansible_collections.sglang.deploy.scripts import sglang_drift_mentions as MENTIONS  # noqa: E402
+
+# deprecated with a replacement in 0.5.19 and gone from 0.5.20 on: the batch SGLang PR 38375
+# (merged 2026-09-07) cleared, as the committed catalogs show it
+CLEARED_IN_0_5_20 = {
+    "cuda-graph-bs": "--cuda-graph-bs-decode", "cuda-graph-max-bs": "--cuda-graph-max-bs-decode",
+    "disable-piecewise-cuda-graph": "--cuda-graph-backend-prefill=disabled",
+    "enable-breakable-cuda-graph": "--cuda-graph-backend-prefill=breakable",
+    "enforce-piecewise-cuda-graph": "--cuda-graph-backend-prefill=tc_piecewise",
+    "piecewise-cuda-graph-compiler": "--cuda-graph-tc-compiler",
+    "piecewise-cuda-graph-max-tokens": "--cuda-graph-max-bs-prefill",
+    "piecewise-cuda-graph-tokens": "--cuda-graph-bs-prefill",
+    "dsa-prefill-cp-mode": "--cp-strategy", "nsa-prefill-cp-mode": "--cp-strategy", "prefill-cp-mode": "--cp-strategy",
+    "enable-dsa-prefill-context-parallel": "--enable-prefill-cp",
+    "enable-nsa-prefill-context-parallel": "--enable-prefill-cp",
+    "enable-prefill-context-parallel": "--enable-prefill-cp",
+    "enable-gdn-replayssm-spec": "--enable-linear-replayssm-spec",
+    "nsa-decode-backend": "--dsa-decode-backend", "nsa-prefill-backend": "--dsa-prefill-backend",
+    "mamba-scheduler-strategy": "--mamba-radix-cache-strategy",
+    "speculative-dflash-draft-window-size": "--speculative-draft-window-size",
+    "stream-output": "--incremental-streaming-output",
+}
+
+
+def test_the_catalogs_show_which_deprecated_flags_are_gone_and_which_are_next():
+    flags = MENTIONS.retired_flags("0.5.23")
+    gone_in_0_5_20 = {f: m["replacement"] for f, m in flags.items()
+                      if m["status"] == "retired" and m["gone"] == "0.5.20" and m["replacement"].startswith("--")}
+    assert gone_in_0_5_20 == CLEARED_IN_0_5_20
+    # still accepted by 0.5.23 with a deprecation: the next batch
+    deprecated = {f: m["replacement"] for f, m in flags.items() if m["status"] == "deprecated"}
+    assert deprecated["disable-cuda-graph"] == "--cuda-graph-backend-{decode,prefill}=disabled"
+    assert deprecated["enable-dp-attention"] == "--attn-dp-size <dp-size>"
+    assert {"enable-flashinfer-allreduce-fusion", "grpc-mode", "disable-fast-image-processor"} <= set(deprecated)
+    # a replacement the wheels do not name comes from sglang_flags_removed_flags
+    removed = S._rules()[1]
+    assert MENTIONS.retired_flags("0.5.23", removed)["collect-tokens-histogram"]["replacement"] == "--enable-metrics"
+
+
+def test_drift_names_every_retired_flag_the_repository_mentions_with_its_replacement(root, capsys):
+    (root / "docs").mkdir()
+    (root / "docs" / "howto.md").write_text(
+        "Lower the graphs with `--cuda-graph-max-bs 16`.\nThe cuda-graph-max-bs-decode form is fine.\n"
+        "Say --disable-cuda-graph to debug.\n", encoding="utf-8")
+    (root / "sweeps").mkdir()
+    (root / "sweeps" / "old.yml").write_text("candidates:\n  - stream-output: true\n", encoding="utf-8")
+    assert S.main([str(root), "--newest-catalog", CATALOG_0523]) == 0  # a mention does not break production
+    out = capsys.readouterr().out
+    assert "--cuda-graph-max-bs: gone since 0.5.20 (last in 0.5.19); use --cuda-graph-max-bs-decode. " \
+           "Named in docs/howto.md:1\n" in out
+    assert "--stream-output: gone since 0.5.20 (last in 0.5.19); use --incremental-streaming-output. " \
+           "Named in sweeps/old.yml:2\n" in out
+    assert "--disable-cuda-graph: deprecated in 0.5.23, due for removal; use " \
+           "--cuda-graph-backend-{decode,prefill}=disabled. Named in docs/howto.md:3\n" in out
+
+
+def test_a_bare_name_counts_only_as_a_key_and_the_tests_are_not_read(tmp_path):
+    (tmp_path / "a.md").write_text("stream-output in prose\nstream-output: true\n", encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.py").write_text("'--stream-output'\n", encoding="utf-8")
+    assert MENTIONS.mentions(str(tmp_path), ["stream-output"]) == {"stream-output": ["a.md:2"]}
