@@ -1,10 +1,12 @@
-"""Turn pip install reports (a generation's lock) into hash-pinned requirement lines."""
+"""Turn pip install reports (a generation's lock) into hash-pinned requirement lines; compare the
+CUDA runtime a spec's wheels need with the driver's (plugins/module_utils/ml_env_cuda.py)."""
 
 from __future__ import annotations
 
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_cuda import check as _cuda_check
 
 _NAME_NORM = re.compile(r"[-_.]+")
 
@@ -51,6 +53,14 @@ def ml_env_lock_requirements(reports) -> list:
     return [pinned[k] for k in sorted(pinned)]
 
 
+def ml_env_cuda_runtime_check(sources, driver_cuda_version="") -> dict:
+    """The CUDA-runtime verdict of ``sources`` (requirement lines ``name==version ...`` and/or pip
+    install reports) against the driver's CUDA version: {ok, judged, driver, runtime, wheels,
+    newer_major, newer_minor, message} (plugins/module_utils/ml_env_cuda.py)."""
+    return _cuda_check(sources, driver_cuda_version)
+
+
 class FilterModule:
     def filters(self):
-        return {"ml_env_lock_requirements": ml_env_lock_requirements}
+        return {"ml_env_lock_requirements": ml_env_lock_requirements,
+                "ml_env_cuda_runtime_check": ml_env_cuda_runtime_check}
