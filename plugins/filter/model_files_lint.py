@@ -7,7 +7,11 @@ the host and the fix:
 * ``model-files-revision``: source hub without a pinned revision: empty, the placeholder
   ``PIN-ME`` an inventory ships until someone pins it, or (``model_files_require_sha``) anything
   but a 40-hex commit sha. The fix says how to find the sha;
-* ``model-files-repo``: source hub without an ``org/name`` repository;
+* ``model-files-repo``: source hub without an ``org/name`` repository, or one that huggingface_hub's
+  validate_repo_id refuses (a trailing newline, ``..``, ``--``: plugins/module_utils/
+  sglang_input_guard.py, which plugins/modules/model_files_fetch.py applies on the host too);
+* ``model-files-name``: a ``model_files_name`` that is not one directory name (``../../../etc``
+  would put the revision in ``/etc/<sha>``);
 * ``model-files-model-path``: a revision whose directory (``<root>/<name>/<revision>``) is not the
   server's model-path (the server would load another directory than the one fetched);
 * ``model-files-path``: ``model_files_root``, ``model_files_shared_root`` (when set) or, for
@@ -18,10 +22,12 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
+
 PLACEHOLDER = "PIN-ME"
 SOURCE = "docs/models.md"
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-_REPO_RE = re.compile(r"^[^/\s]+/[^/\s]+$")
+_REPO_RE = re.compile(r"[^/\s]+/[^/\s]+")
 
 
 def _finding(rule, variable, value, message, fix, host=""):
@@ -68,11 +74,18 @@ def model_files_lint_findings(settings, host="") -> list:
     findings = []
     if source == "hub":
         repo = str(settings.get("repo_id") or "")
-        if not _REPO_RE.match(repo):
+        if not _REPO_RE.fullmatch(repo) or _guard.repo_id_problem(repo):
             findings.append(_finding("model-files-repo", "model_files_repo_id", repo,
-                                     f"{repo!r} is not a Hub repository (org/name)",
+                                     f"{repo!r} is not a Hub repository (org/name) "
+                                     f"{_guard.repo_id_problem(repo) or ''}".rstrip(),
                                      "set model_files_repo_id, e.g. nvidia/Qwen3.5-397B-A17B-NVFP4", host))
         findings += _revision_findings(settings, host)
+    name = settings.get("name")
+    if name not in (None, "") and _guard.dir_name_problem(name):
+        findings.append(_finding("model-files-name", "model_files_name", name,
+                                 f"{str(name)!r} {_guard.dir_name_problem(name)}: the revision goes into "
+                                 "<model_files_root>/<model_files_name>/<revision>",
+                                 "give the model's directory name, e.g. Qwen3.5-397B-A17B-NVFP4", host))
     paths = [("model_files_root", settings.get("root"))]
     if settings.get("shared_root"):
         paths.append(("model_files_shared_root", settings.get("shared_root")))

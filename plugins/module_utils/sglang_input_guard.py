@@ -21,6 +21,10 @@ CONTROL_CATEGORIES = ("Cc", "Zl", "Zp")
 # SGLang options never taken from the inventory's flags (the keys travel in a root-only file
 # given with --config; a --config of the inventory's own sets flags nothing here reads)
 REFUSED_OPTIONS = ("api-key", "admin-api-key", "config")
+# smg 1.13's options that carry or grant a credential (smg/router_args.py): never from
+# sglang_gateway_extra_args (roles/sglang_gateway/files/smg_launcher.py keeps the same list)
+SMG_KEY_OPTIONS = ("--api-key", "--control-plane-api-keys", "--tenant-api-key", "--jwt-issuer", "--jwt-audience",
+                   "--jwt-jwks-uri", "--jwt-role-mapping", "--oracle-password")
 # a value may start with '-' only as a number (-1): argparse reads any other as an option
 _NUMBER_RE = re.compile(r"-(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _UNIT_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]*")
@@ -53,12 +57,12 @@ def control_char(text) -> str:
     return ""
 
 
-def refused_option(flag) -> str:
-    """The refused option (REFUSED_OPTIONS) that ``--flag`` reads as: the option itself or any
-    prefix of it (argparse takes an unambiguous prefix for the option; an ambiguous one is refused
-    too), or ""."""
+def refused_option(flag, refused=REFUSED_OPTIONS) -> str:
+    """The refused option (REFUSED_OPTIONS, or ``refused``: names without dashes) that ``--flag``
+    reads as: the option itself or any prefix of it (argparse takes an unambiguous prefix for the
+    option; an ambiguous one is refused too), or ""."""
     name = str(flag).strip().lstrip("-").replace("_", "-").split("=", 1)[0]
-    return next((o for o in REFUSED_OPTIONS if name and o.startswith(name)), "")
+    return next((o for o in refused if name and o.startswith(name)), "")
 
 
 def dash_value(values) -> str:

@@ -78,6 +78,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils import model_files_hub as hub
 from ansible_collections.sglang.deploy.plugins.module_utils import model_files_progress as progress
 from ansible_collections.sglang.deploy.plugins.module_utils import model_files_manifest as mf
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as guard
 
 ARGUMENT_SPEC = dict(
     source=dict(type="str", choices=["hub", "path"], default="hub"),
@@ -118,10 +119,13 @@ class Fetch(object):
         self.repo = p["repo_id"] or (self.src_stamp or {}).get("repo")
         if p["source"] == "hub" and not (self.repo and p["revision"]):
             raise FetchError("model_files_fetch: source hub needs repo_id and revision")
-        self.sha = self._revision()
+        if self.repo and guard.repo_id_problem(self.repo):
+            raise FetchError("model_files_fetch: repo_id=%r %s" % (self.repo, guard.repo_id_problem(self.repo)))
         name = p["name"] or (self.repo or "").split("/")[-1]
-        if not name or "/" in name or name.startswith("."):
-            raise FetchError("model_files_fetch: name=%r: give name (or repo_id) for the model directory" % name)
+        if not name or name.startswith(".") or guard.dir_name_problem(name):
+            raise FetchError("model_files_fetch: name=%r: give name (or repo_id) for the model directory, "
+                             "one directory name" % name)
+        self.sha = self._revision()
         self.dest = os.path.join(p["root"], name, self.sha)
         self.partial = os.path.join(p["root"], name, "." + self.sha + ".partial")
 

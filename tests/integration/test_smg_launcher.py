@@ -40,6 +40,18 @@ def test_build_argv_refuses_a_key_among_the_options(smg_launcher, option):
         smg_launcher.build_argv(["--port", "1", option, "k"], {})
 
 
+@pytest.mark.parametrize("options", [["--api-k", "K"], ["--control-plane-api", "admin:x:admin:K"],
+                                     ["--tenant-api", "t:K"], ["--jwt-role", "x=admin"]])
+def test_smgs_own_parser_reads_a_prefix_as_the_key_and_the_launcher_refuses_it(options):
+    # the options alone through smg 1.13's parse_router_args, then the launcher's check_parsed
+    code = ("import sys; sys.path.insert(0, %r); import smg_launcher as L; "
+            "from smg.launch_router import parse_router_args as P; L.check_parsed(P(%r))"
+            % (os.path.dirname(SMG_LAUNCHER), ["--port", "1"] + options))
+    proc = subprocess.run([smg_python(), "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode != 0 and "keys belong in the credential file" in proc.stderr, proc.stderr
+    assert "K" not in proc.stderr.replace("KEY", "")
+
+
 def smg_python():
     if not os.access(SMG_PYTHON, os.X_OK):
         pytest.fail("no smg venv at .cache/smg-venv: run `make tools` (scripts/bootstrap.sh installs "

@@ -94,3 +94,24 @@ def test_the_shipped_inventories():
     assert rules(settings(production)) == ["model-files-revision"]
     assert rules(settings(production, SHA)) == []
     assert rules(settings(merged("local", "all"))) == []
+
+
+@pytest.mark.parametrize("repo", ["nvidia/Qwen3.5\n", "nvidia/../etc", "../..", "org/a--b", "org/name.git", "org/na me",
+                                  "org/name\u2028", "a/b/c"])
+def test_a_repo_id_the_hub_refuses_is_refused(repo):
+    rules = [f["rule"] for f in model_files_lint_findings(dict(HUB, repo_id=repo), "h")]
+    assert "model-files-repo" in rules
+
+
+@pytest.mark.parametrize("name", ["../../../etc", "a/b", "..", ".", "x\ny", "-x"])
+def test_a_model_name_that_is_not_one_directory_is_refused(name):
+    found = [f for f in model_files_lint_findings(dict(HUB, name=name), "h") if f["rule"] == "model-files-name"]
+    assert found and found[0]["msg"].startswith("h: model_files_name [model-files-name]")
+
+
+@pytest.mark.parametrize("params", [{"repo_id": "nvidia/Qwen3.5\n"}, {"repo_id": "nvidia/../etc"},
+                                    {"name": "../../../etc"}, {"name": "x\u2028y"}])
+def test_the_fetch_module_refuses_them_before_any_download(params):
+    from ansible_collections.sglang.deploy.plugins.modules import model_files_fetch as F
+    with pytest.raises(F.FetchError):
+        F.Fetch(dict({"source": "hub", "repo_id": REPO, "revision": SHA, "root": "/nonexistent/models"}, **params))

@@ -13,15 +13,42 @@ import json
 import os
 import sys
 
-KEY_OPTIONS = ("--api-key", "--control-plane-api-keys", "--tenant-api-key")
+# smg 1.13's options that carry or grant a credential (smg/router_args.py): the keys, a tenant's
+# key, a JWT issuer and its role mapping (a role mapped to admin), the Oracle password. Kept equal
+# to SMG_KEY_OPTIONS of plugins/module_utils/sglang_input_guard.py (tests/unit/test_gateway_inputs.py).
+KEY_OPTIONS = ("--api-key", "--control-plane-api-keys", "--tenant-api-key", "--jwt-issuer", "--jwt-audience",
+               "--jwt-jwks-uri", "--jwt-role-mapping", "--oracle-password")
+# what smg's parser makes of them (RouterArgs fields), each unset by default
+KEY_FIELDS = ("api_key", "control_plane_api_keys", "tenant_api_keys", "jwt_issuer", "jwt_audience",
+              "jwt_jwks_uri", "jwt_role_mapping", "oracle_password")
+
+
+def key_option(item):
+    """The key option an argv item reads as (argparse takes an unambiguous prefix: --api-k,
+    --control-plane-api; an ambiguous one is refused too), or ""."""
+    name = str(item).split("=", 1)[0]
+    if not name.startswith("--") or len(name) < 3:
+        return ""
+    return next((o for o in KEY_OPTIONS if o.startswith(name)), "")
+
+
+def refuse(why):
+    sys.exit("smg-launcher: %s in args.json: keys belong in the credential file, not the options "
+             "(roles/sglang_gateway: sglang_gateway_extra_args)" % why)
+
+
+def check_parsed(parsed):
+    """Refuse the options when smg's own parser (parse_router_args) set a key from them."""
+    found = [f for f in KEY_FIELDS if getattr(parsed, f, None)]
+    if found:
+        refuse(", ".join(found))
 
 
 def build_argv(args, keys):
     """smg's argv from the options list of args.json and the keys dict of the credential."""
     for item in args:
-        if str(item).split("=", 1)[0] in KEY_OPTIONS:
-            sys.exit("smg-launcher: %s in args.json: keys belong in the credential file, not the "
-                     "options (roles/sglang_gateway: sglang_gateway_extra_args)" % item)
+        if key_option(item):
+            refuse("%s (read as %s)" % (str(item).split("=", 1)[0], key_option(item)))
     argv = [str(a) for a in args]
     if keys.get("api_key"):
         argv += ["--api-key", keys["api_key"]]
@@ -46,7 +73,9 @@ def main():
         keys = json.load(handle)
     os.environ.pop("CREDENTIALS_DIRECTORY", None)
     from smg.launch_router import launch_router, parse_router_args
-    launch_router(parse_router_args(build_argv(args, keys)))
+    argv = build_argv(args, keys)
+    check_parsed(parse_router_args([str(a) for a in args]))  # the options alone, as smg reads them
+    launch_router(parse_router_args(argv))
 
 
 if __name__ == "__main__":
