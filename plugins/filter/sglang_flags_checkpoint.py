@@ -1,5 +1,8 @@
-"""The host rule ``host-quantization-mismatch`` (vars/main.yml): the ``--quantization`` flag of the
-argv about to be launched against what the checkpoint at its ``--model-path`` declares.
+"""The host rules about the checkpoint (vars/main.yml): ``host-quantization-mismatch``, the
+``--quantization`` flag of the argv about to be launched against what the checkpoint at its
+``--model-path`` declares, and ``host-trtllm-mha-fp8-kv-checkpoint``, trtllm_mha prefill on SM 12.x
+with ``--kv-cache-dtype`` auto (or unset) on a checkpoint that declares an FP8 KV cache, which
+auto takes and SM120's FMHAv2 prefill cannot run (SGLang PR 39807).
 
 tasks/host_validate.yml reads the checkpoint's ``config.json`` and ``hf_quant_config.json`` on the
 host (slurp, before SGLang is asked and before any restart) and passes their text here. What the
@@ -16,7 +19,11 @@ from __future__ import annotations
 import base64
 import json
 
+# siblings of the collection, imported by name
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm as _sm
+
 RULE = "host-quantization-mismatch"
+KV_RULE = "host-trtllm-mha-fp8-kv-checkpoint"
 # quant_algo (a substring, first match) -> the --quantization values that load it. SGLang's
 # ModelConfig: MIXED_PRECISION from ModelOpt -> modelopt_mixed, *FP4* -> modelopt_fp4, *FP8* ->
 # modelopt_fp8; ``modelopt`` lets SGLang choose from the checkpoint.
@@ -93,29 +100,60 @@ def _slurped(results) -> dict:
     return out
 
 
-def sglang_flags_checkpoint_findings(argv, slurped, rules, waive=None) -> list:
-    """The finding of ``host-quantization-mismatch`` for one host (a list of at most one).
-    ``slurped``: the slurp results of config.json and hf_quant_config.json (a loop over the file
-    names). Without a readable config.json nothing is judged (host-model-path-missing says it)."""
+def checkpoint_kv_cache(config_text="", hf_quant_text=""):
+    """The KV-cache quantization the checkpoint declares (``kv_cache_quant_algo``), or ""."""
+    for section in (_mapping(config_text).get("quantization_config"), _mapping(hf_quant_text).get("quantization")):
+        if isinstance(section, dict) and section.get("kv_cache_quant_algo"):
+            return str(section["kv_cache_quant_algo"])
+    return ""
+
+
+def _finding(rule_id, rules, waive, flag, value, kw):
+    rule = next((r for r in rules or [] if r.get("id") == rule_id), None)
+    if rule is None:
+        return []
+    waived = rule_id in set(waive or [])
+    message = " ".join(str(rule["message"]).format(**kw).split())
+    return [{"rule": rule_id, "severity": "warning" if waived else rule["severity"],
+             "status": "waived" if waived else "violation", "flag": flag, "value": value,
+             "message": ("waived by sglang_flags_waive: " if waived else "") + message,
+             "fix": " ".join(str(rule["fix"]).format(**kw).split()), "source": rule["source"]}]
+
+
+def _trtllm_mha_prefill(argv):
+    """The flag that makes trtllm_mha prefill (prefill-attention-backend wins), or ""."""
+    prefill = _argv_value(argv, ("--prefill-attention-backend",))
+    if prefill:
+        return "prefill-attention-backend" if prefill == "trtllm_mha" else ""
+    return "attention-backend" if _argv_value(argv, ("--attention-backend",)) == "trtllm_mha" else ""
+
+
+def sglang_flags_checkpoint_findings(argv, slurped, rules, waive=None, sm="") -> list:
+    """The findings of the checkpoint's host rules for one host: ``host-quantization-mismatch``
+    and, on SM 12.x, ``host-trtllm-mha-fp8-kv-checkpoint``. ``slurped``: the slurp results of
+    config.json and hf_quant_config.json (a loop over the file names). Without a readable
+    config.json nothing is judged (host-model-path-missing says it)."""
     files = _slurped(slurped)
     if "config.json" not in files:
         return []
+    texts = (files["config.json"], files.get("hf_quant_config.json", ""))
+    found = []
     flag = _argv_value(argv, ("--quantization",))
-    declared, where = checkpoint_quantization(files["config.json"], files.get("hf_quant_config.json", ""))
+    declared, where = checkpoint_quantization(*texts)
     fits = quantization_fits(declared, flag)
-    if not fits:
-        return []
-    rule = next((r for r in rules or [] if r.get("id") == RULE), None)
-    if rule is None:
-        return []
-    kw = {"value": flag, "declared": declared or "no quantization", "where": where or "config.json",
-          "fits": " or ".join(fits), "model_path": sglang_flags_checkpoint_model_path(argv)}
-    waived = RULE in set(waive or [])
-    message = " ".join(str(rule["message"]).format(**kw).split())
-    return [{"rule": RULE, "severity": "warning" if waived else rule["severity"],
-             "status": "waived" if waived else "violation", "flag": "quantization", "value": flag,
-             "message": ("waived by sglang_flags_waive: " if waived else "") + message,
-             "fix": " ".join(str(rule["fix"]).format(**kw).split()), "source": rule["source"]}]
+    if fits:
+        found += _finding(RULE, rules, waive, "quantization", flag, {
+            "value": flag, "declared": declared or "no quantization", "where": where or "config.json",
+            "fits": " or ".join(fits), "model_path": sglang_flags_checkpoint_model_path(argv)})
+    sm = _sm.sglang_flags_normalize_sm(sm)
+    kv_cache = checkpoint_kv_cache(*texts)
+    attention = _trtllm_mha_prefill(argv)
+    if (_sm.sm_matches(sm, ["12.*"]) and attention and "FP8" in kv_cache.upper()
+            and (_argv_value(argv, ("--kv-cache-dtype",)) or "auto") == "auto"):
+        found += _finding(KV_RULE, rules, waive, attention, "trtllm_mha", {
+            "flag": attention, "kv": kv_cache, "sm": sm,
+            "model_path": sglang_flags_checkpoint_model_path(argv)})
+    return found
 
 
 class FilterModule:

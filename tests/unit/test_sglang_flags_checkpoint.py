@@ -114,9 +114,50 @@ def test_host_validate_reads_the_files_and_refuses_before_sglang_is_asked():
     tasks = yaml.safe_load(text)[0]["block"]
     names = [t["name"] for t in tasks]
     read = names.index("Read the checkpoint's quantization config at the model path")
-    refuse = names.index("Refuse a quantization flag that does not match the checkpoint "
-                         "(nothing was written or restarted)")
+    refuse = names.index("Refuse flags that do not fit the checkpoint (nothing was written or restarted)")
     run = next(i for i, n in enumerate(names) if n.startswith("Run SGLang's parser"))
     assert read < refuse < run
     assert tasks[read]["loop"] == ["config.json", "hf_quant_config.json"]
     assert "sglang_flags_checkpoint_findings" in str(tasks[refuse])
+
+
+# --- host-trtllm-mha-fp8-kv-checkpoint (SGLang PR 39807): the checkpoint's FP8 KV cache -------------
+
+def mha(*extra):
+    return argv("modelopt_fp4", "/data/models/Qwen3.5-397B-A17B-NVFP4/abc") + list(extra)
+
+
+def kv_rules(found):
+    return [(f["rule"], f["severity"], f["flag"]) for f in found]
+
+
+def test_the_checkpoints_kv_cache_quantization_is_read():
+    assert K.checkpoint_kv_cache(*texts("nvfp4-v1")) == "FP8"
+    assert K.checkpoint_kv_cache(*texts("config-only")) == ""
+    assert K.checkpoint_kv_cache('{"quantization_config": {"kv_cache_quant_algo": "FP8"}}') == "FP8"
+
+
+@pytest.mark.parametrize("extra,flag", [
+    (["--attention-backend", "trtllm_mha"], "attention-backend"),
+    (["--attention-backend", "triton", "--prefill-attention-backend", "trtllm_mha"], "prefill-attention-backend"),
+    (["--attention-backend=trtllm_mha", "--kv-cache-dtype", "auto"], "attention-backend"),
+])
+def test_trtllm_mha_prefill_on_a_checkpoint_with_an_fp8_kv_cache_is_refused_on_sm120(extra, flag):
+    found = K.sglang_flags_checkpoint_findings(mha(*extra), slurped("nvfp4-v1"), RULES, sm="12.0")
+    assert kv_rules(found) == [("host-trtllm-mha-fp8-kv-checkpoint", "error", flag)]
+    (text,) = sglang_flags_format(found, HOST)
+    assert f"--{flag} trtllm_mha with --kv-cache-dtype auto (or unset) on SM 12.0" in text
+    assert "declares kv_cache_quant_algo FP8" in text and "SGLang PR 39807" in text
+    assert "Fix: set kv-cache-dtype bf16 explicitly" in text
+
+
+@pytest.mark.parametrize("extra,sm,name", [
+    (["--attention-backend", "trtllm_mha", "--kv-cache-dtype", "bf16"], "12.0", "nvfp4-v1"),   # asked for bf16
+    (["--attention-backend", "trtllm_mha", "--prefill-attention-backend", "triton"], "12.0", "nvfp4-v1"),
+    (["--attention-backend", "triton", "--decode-attention-backend", "trtllm_mha"], "12.0", "nvfp4-v1"),
+    (["--attention-backend", "trtllm_mha"], "10.0", "nvfp4-v1"),                                # SM100 has the kernel
+    (["--attention-backend", "trtllm_mha"], "", "nvfp4-v1"),                                    # SM unknown
+    (["--attention-backend", "trtllm_mha"], "12.0", "config-only"),                              # no FP8 KV declared
+])
+def test_the_near_misses_of_the_fp8_kv_cache_rule_pass(extra, sm, name):
+    assert K.sglang_flags_checkpoint_findings(mha(*extra), slurped(name), RULES, sm=sm) == []
