@@ -25,7 +25,7 @@ QUEUED = "sglang:num_queue_reqs"
 # gauges do. /metrics itself is not counted.
 ACTIVE_HTTP = "sglang:http_requests_active"
 METRICS_ENDPOINT = 'endpoint="/metrics"'
-FIX_GATEWAY = ("check the variable sglang_gateway_url (and that the gateway runs and is reachable from here) "
+FIX_GATEWAY = ("check the variable sglang_gateway_urls (and that each gateway runs and is reachable from here) "
                "and sglang_gateway_admin_api_key (the gateway's control-plane admin key)")
 
 

@@ -75,6 +75,34 @@ def summary(workers):
                 healthy=sum(1 for w in workers if serving(w)))
 
 
+def combine(listings):
+    """Several gateways' listings ([(gateway url, workers)]) as one summary(): every worker any of
+    them lists, in the order first seen, healthy only where every gateway lists it serving (a
+    client of any gateway may be sent to it), its status the first non-ready one seen, and
+    ``gateways``: each gateway's status of it ('absent' where one does not list it). Two
+    listings that disagree therefore count the fewer healthy workers, never the more."""
+    by_url, order = {}, []
+    for gateway, workers in listings:
+        for worker in workers:
+            key = normalize_url(worker["url"])
+            if key not in by_url:
+                by_url[key] = {}
+                order.append(key)
+            by_url[key][gateway] = worker
+    combined = []
+    for key in order:
+        seen = by_url[key]
+        statuses = {gw: (seen[gw]["status"] or ("ready" if seen[gw]["is_healthy"] else "not_ready")) if gw in seen
+                    else "absent" for gw, _ in listings}
+        everywhere = len(seen) == len(listings) and all(serving(w) for w in seen.values())
+        worst = next((s for s in statuses.values() if s != "ready"), "ready")
+        first = next(iter(seen.values()))
+        combined.append(dict(first, is_healthy=everywhere if len(listings) > 1 else first["is_healthy"],
+                             status=worst if len(listings) > 1 else first["status"], healthy=everywhere,
+                             gateways=statuses))
+    return dict(workers=combined, total=len(combined), healthy=sum(1 for w in combined if w["healthy"]))
+
+
 def format_job(data):
     """'AddWorker processing' (+ ': message') from a GET /workers/<id> answer, or ''."""
     try:

@@ -30,7 +30,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listi
 
 SERIAL_VAR = "sglang_rollout_serial"
 FLOOR_VAR = "sglang_rollout_min_serving"
-GATEWAY_VAR = "sglang_gateway_url"
+GATEWAY_VAR = "sglang_gateway_urls"
 DOC = "docs/rollout-growth.md"
 _PCT = re.compile(r"^\s*(\d+)\s*%\s*$")
 _INT = re.compile(r"^\s*(\d+)\s*$")

@@ -32,9 +32,15 @@ description:
   - In check mode only C(GET /workers) is sent; C(changed) says whether a change would be made.
 options:
   gateway_url:
-    description: Base URL of the gateway, e.g. C(http://gateway:30080).
-    type: str
+    description:
+      - Base URL of every gateway in front of the worker, e.g. C([http://gateway-1:30080, http://gateway-2:30080])
+        (roles/sglang_gateway, C(sglang_gateway_urls)); one URL is a list of one.
+      - C(absent) removes the worker from each, then drains it once; C(present) adds it to each and waits on each;
+        C(listed) combines their listings (a worker counts healthy only when every gateway lists it healthy and ready).
+    type: list
+    elements: str
     required: true
+    aliases: [gateway_urls]
   admin_api_key:
     description: A control-plane key of role C(admin) (C(--control-plane-api-keys)); C(GET /workers) also takes a C(user) key.
     type: str
@@ -103,15 +109,20 @@ EXAMPLES = r"""
 
 RETURN = r"""
 gateway_url:
-  description: The gateway URL as given.
+  description: The gateway URLs as given.
   returned: always
-  type: str
+  type: list
+  elements: str
+worker_ids:
+  description: Each gateway's id of the worker (I(state=absent) and I(present)).
+  returned: state=absent or state=present
+  type: dict
 worker_url:
   description: The worker URL as given (null for I(state=listed)).
   returned: always
   type: str
 worker_id:
-  description: The gateway's id of the worker (before removal, or after addition); null when not listed.
+  description: The first gateway's id of the worker (before removal, or after addition); null when not listed.
   returned: always
   type: str
 drained:
@@ -127,7 +138,10 @@ in_flight_at_removal:
   returned: always
   type: int
 workers:
-  description: The gateway's workers after the change (before it, in check mode), each with id, url, is_healthy, status, load and healthy (is_healthy and ready, so the gateway routes to it).
+  description:
+    - The workers after the change (before it, in check mode), each with id, url, is_healthy, status, load, healthy
+      and gateways (each gateway's status of it, C(absent) where it is not listed).
+    - With several gateways, healthy means that every gateway lists it healthy and ready (routes to it).
   returned: always
   type: list
   elements: dict
@@ -136,7 +150,7 @@ total:
   returned: always
   type: int
 healthy:
-  description: How many of them are healthy and ready (the gateway routes to them).
+  description: How many of them are healthy and ready in every gateway (each gateway routes to them).
   returned: always
   type: int
 waited:
@@ -166,6 +180,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_api i
 )
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listing import (
     DRAINING,
+    combine,
     decide,
     describe_workers,
     find_worker,
@@ -186,12 +201,29 @@ def look(gateway, p):
     return res, worker
 
 
-def run(gateway, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=read_in_flight):
-    """Look at the gateway, decide, and (unless check_mode) apply p["state"]. The result dict."""
+def run(gateways, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=read_in_flight):
+    """Apply p["state"] on every gateway of ``gateways`` ([(url, Gateway)], the hosts of
+    sglang_gateway_urls; unless check_mode) and return one result: removed from every gateway
+    before the worker is drained once; added to every gateway, each waited on until it routes to
+    it; the listings combined (sglang_gateway_listing.combine)."""
+    if p["state"] == "listed":
+        return listed(gateways, p, clock, sleep)
+    results = [run_one(gateway, dict(p, gateway_url=url), check_mode, clock, sleep) for url, gateway in gateways]
+    res = dict(results[0], gateway_url=[url for url, _ in gateways], changed=any(r["changed"] for r in results),
+               worker_ids={url: r["worker_id"] for (url, _), r in zip(gateways, results)},
+               **combine([(url, r["workers"]) for (url, _), r in zip(gateways, results)]))
+    res["msg"] = "; ".join(r["msg"] for r in results)
+    if p["state"] == "absent" and res["changed"] and not check_mode:
+        res.update(drain_worker(p, clock, sleep, read))
+        res["msg"] += "; " + res.pop("drain_msg")
+    return res
+
+
+def run_one(gateway, p, check_mode, clock, sleep):
+    """One gateway: look, decide, and (unless check_mode) remove the worker from it (no drain:
+    run() drains once every gateway dropped it) or add it and wait until it routes to it."""
     res, worker = look(gateway, p)
     where = "gateway %s" % p["gateway_url"]
-    if p["state"] == "listed":
-        return listed(gateway, p, res, clock, sleep)
     action = decide(p["state"], worker)
     if action is None:
         res["msg"] = "%s %s" % (p["worker_url"], "is not in %s: nothing to remove" % where if p["state"] == "absent"
@@ -206,28 +238,39 @@ def run(gateway, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=rea
                       if p["state"] == "absent" else "would add %s to %s" % (p["worker_url"], where))
         return res
     if p["state"] == "absent":
-        return remove_and_drain(gateway, p, res, worker, clock, sleep, read)
+        return remove(gateway, p, res, worker, clock, sleep)
     if action == "wait_gone_then_add":
         wait_gone(gateway, p, clock, sleep)
     return add_and_wait(gateway, p, res, clock, sleep)
 
 
-def listed(gateway, p, res, clock, sleep):
-    """The listing, read again while fewer than wait_healthy workers outside wait_excluding are
-    healthy (until timeout); `waited` is the seconds spent, `enough` whether the count was met."""
+def listed(gateways, p, clock, sleep):
+    """The listings combined, read again while fewer than wait_healthy workers outside
+    wait_excluding are healthy in every gateway (until timeout); `waited` is the seconds spent,
+    `enough` whether the count was met."""
     t0, excluded = clock(), {normalize_url(u) for u in p.get("wait_excluding") or []}
+
+    def read_all():
+        return combine([(url, gateway.workers()) for url, gateway in gateways])
 
     def others(listing):
         return sum(1 for w in listing["workers"] if w["healthy"] and normalize_url(w["url"]) not in excluded)
 
+    res = dict(changed=False, worker_url=None, gateway_url=[url for url, _ in gateways], worker_id=None,
+               drained=False, drain_seconds=0.0, in_flight_at_removal=None, **read_all())
     wanted = p.get("wait_healthy") or 0
     while others(res) < wanted and clock() - t0 < p["timeout"]:
         sleep(max(p["poll_interval"], 1.0))
-        res.update(summary(gateway.workers()))
+        res.update(read_all())
     res.update(waited=round(clock() - t0, 2), enough=others(res) >= wanted)
-    res["msg"] = "gateway %s lists %s worker(s), %s healthy: %s" % (
-        p["gateway_url"], res["total"], res["healthy"], describe_workers(res["workers"]))
+    res["msg"] = "%s list%s %s worker(s), %s healthy%s: %s" % (
+        where_text(res["gateway_url"]), "" if len(gateways) > 1 else "s", res["total"], res["healthy"],
+        " in every one" if len(gateways) > 1 else "", describe_workers(res["workers"]))
     return res
+
+
+def where_text(urls):
+    return ("gateway %s" % urls[0]) if len(urls) == 1 else ("the %d gateways %s" % (len(urls), ", ".join(urls)))
 
 
 def wait_gone(gateway, p, clock, sleep):
@@ -240,28 +283,31 @@ def wait_gone(gateway, p, clock, sleep):
     return workers
 
 
-def remove_and_drain(gateway, p, res, worker, clock, sleep, read):
-    worker_url = p["worker_url"]
+def remove(gateway, p, res, worker, clock, sleep):
     t0 = clock()
     load_at_removal = worker.get("load")
     if worker["status"] != DRAINING:
         gateway.remove(worker["id"])
-    workers = wait_gone(gateway, p, clock, sleep)
-    res.update(summary(workers))
-    removed_after = round(clock() - t0, 2)
-    d = drain(worker_url, p["drain_timeout"], p["poll_interval"], read, clock, sleep)
-    res.update(drained=d["drained"], drain_seconds=d["drain_seconds"], in_flight_at_removal=d["in_flight_at_removal"])
-    msg = "removed %s from gateway %s (its load was %s; gone from its listing after %s s); " % (
-        worker_url, p["gateway_url"], load_at_removal, removed_after)
+    res.update(summary(wait_gone(gateway, p, clock, sleep)))
+    res["msg"] = "removed %s from gateway %s (its load was %s; gone from its listing after %s s)" % (
+        p["worker_url"], p["gateway_url"], load_at_removal, round(clock() - t0, 2))
+    return res
+
+
+def drain_worker(p, clock, sleep, read):
+    """Once no gateway routes to the worker: wait until it has no request running or queued."""
+    d = drain(p["worker_url"], p["drain_timeout"], p["poll_interval"], read, clock, sleep)
+    out = dict(drained=d["drained"], drain_seconds=d["drain_seconds"], in_flight_at_removal=d["in_flight_at_removal"])
     if d["drained"]:
-        msg += "no request running or queued after %s s (%s in flight at removal)" % (
+        out["drain_msg"] = "no request running or queued after %s s (%s in flight at removal)" % (
             d["drain_seconds"], d["in_flight_at_removal"])
     elif d["last"] is not None:
-        msg += "%s request(s) still running or queued after drain_timeout=%s s" % (d["last"], p["drain_timeout"])
+        out["drain_msg"] = "%s request(s) still running or queued after drain_timeout=%s s" % (
+            d["last"], p["drain_timeout"])
     else:
-        msg += "metrics unreadable (%s): waited the full drain_timeout=%s s instead" % (d["why"], p["drain_timeout"])
-    res["msg"] = msg
-    return res
+        out["drain_msg"] = "metrics unreadable (%s): waited the full drain_timeout=%s s instead" % (
+            d["why"], p["drain_timeout"])
+    return out
 
 
 def add_and_wait(gateway, p, res, clock, sleep, post=True):
@@ -285,7 +331,7 @@ def add_and_wait(gateway, p, res, clock, sleep, post=True):
 
 
 ARGUMENT_SPEC = dict(
-    gateway_url=dict(type="str", required=True),
+    gateway_url=dict(type="list", elements="str", required=True, aliases=["gateway_urls"]),
     admin_api_key=dict(type="str", no_log=True),
     worker_url=dict(type="str"),
     state=dict(type="str", required=True, choices=["absent", "present", "listed"]),
@@ -302,14 +348,19 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
                            required_if=[("state", "absent", ["worker_url"]), ("state", "present", ["worker_url"])])
     p = module.params
-    for key, var in (("gateway_url", "sglang_gateway_url"), ("worker_url", "sglang_gateway_worker_url")):
-        if p[key] is not None and not urllib.parse.urlsplit(p[key]).scheme.startswith("http"):
-            module.fail_json(msg="%s=%r is not an http(s) URL; check the variable %s" % (key, p[key], var))
-    gateway = Gateway(p["gateway_url"], p["admin_api_key"])
+    urls = [u for u in p["gateway_url"] if u]
+    if not urls:
+        module.fail_json(msg="gateway_url is empty; check the variable sglang_gateway_urls")
+    for key, var, values in (("gateway_url", "sglang_gateway_urls", urls),
+                             ("worker_url", "sglang_gateway_worker_url", [p["worker_url"]])):
+        for value in values:
+            if value is not None and not urllib.parse.urlsplit(value).scheme.startswith("http"):
+                module.fail_json(msg="%s=%r is not an http(s) URL; check the variable %s" % (key, value, var))
+    gateways = [(url, Gateway(url, p["admin_api_key"])) for url in urls]
     try:
-        res = run(gateway, p, module.check_mode)
+        res = run(gateways, p, module.check_mode)
     except GatewayError as exc:
-        module.fail_json(msg=str(exc), worker_url=p["worker_url"], gateway_url=p["gateway_url"])
+        module.fail_json(msg=str(exc), worker_url=p["worker_url"], gateway_url=urls)
     if p["state"] == "absent" and res["changed"] and not module.check_mode and not res["drained"]:
         module.warn(res["msg"])
     module.exit_json(**res)

@@ -95,7 +95,7 @@ def test_gateway_module_loads_the_shared_and_its_own_module_utils(tmp_path):
         {"name": "Take the worker out", "ansible.builtin.include_role": {"name": "sglang_gateway", "tasks_from": "drain"}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "extra.json").write_text(json.dumps({
-        "ansible_python_interpreter": sys.executable, "sglang_gateway_url": "http://127.0.0.1:9",
+        "ansible_python_interpreter": sys.executable, "sglang_gateway_urls": ["http://127.0.0.1:9"],
         "sglang_server_args": {"model_path": "/m", "port": 31000}}))
     rc, out = ansible("ansible-playbook", tmp_path, str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}")
     assert rc != 0 and "Could not find imported module support code" not in out, out

@@ -129,6 +129,10 @@ class Clock:
         self.now += seconds
 
 
+def one(gateway):
+    return [("http://gw:30080", gateway)]
+
+
 def params(**kw):
     p = dict(gateway_url="http://gw:30080", worker_url=W1, state="absent", timeout=30, drain_timeout=10,
              worker_api_key="k", poll_interval=0.5, admin_api_key="a")
@@ -140,7 +144,7 @@ def test_absent_deletes_waits_for_the_gateway_then_drains_the_worker():
     gw = FakeGateway(workers("get-workers-two-healthy.json"))
     clock = Clock()
     counts = iter([2, 1, 0])
-    res = m.run(gw, params(), False, clock, clock.sleep, lambda url, t: (next(counts), ""))
+    res = m.run(one(gw), params(), False, clock, clock.sleep, lambda url, t: (next(counts), ""))
     assert res["changed"] and res["drained"] and res["in_flight_at_removal"] == 2
     assert [c for c in gw.calls if c.startswith("DELETE")] == ["DELETE " + res["worker_id"]]
     assert [w["url"] for w in res["workers"]] == [W2] and res["healthy"] == 1
@@ -150,14 +154,14 @@ def test_absent_on_a_draining_worker_waits_without_a_second_delete():
     gw = FakeGateway(workers("get-workers-one-draining.json"))
     gw.pending[W1] = 1
     clock = Clock()
-    res = m.run(gw, params(), False, clock, clock.sleep, lambda url, t: (0, ""))
+    res = m.run(one(gw), params(), False, clock, clock.sleep, lambda url, t: (0, ""))
     assert res["changed"] and not any(c.startswith("DELETE") for c in gw.calls)
 
 
 def test_absent_without_metrics_waits_the_drain_timeout_and_says_why():
     gw = FakeGateway(workers("get-workers-two-healthy.json"))
     clock = Clock()
-    res = m.run(gw, params(drain_timeout=3), False, clock, clock.sleep, lambda url, t: (None, "HTTP 404"))
+    res = m.run(one(gw), params(drain_timeout=3), False, clock, clock.sleep, lambda url, t: (None, "HTTP 404"))
     assert res["drained"] is False and "HTTP 404" in res["msg"] and res["drain_seconds"] >= 3
 
 
@@ -165,13 +169,13 @@ def test_absent_fails_when_the_gateway_keeps_the_worker():
     gw = FakeGateway(workers("get-workers-two-healthy.json"), drain_polls=10 ** 6)
     clock = Clock()
     with pytest.raises(api.GatewayError, match="still lists worker .*draining"):
-        m.run(gw, params(timeout=5), False, clock, clock.sleep, lambda url, t: (0, ""))
+        m.run(one(gw), params(timeout=5), False, clock, clock.sleep, lambda url, t: (0, ""))
 
 
 def test_present_adds_with_the_key_and_waits_until_ready():
     gw = FakeGateway(workers("get-workers-one.json"))
     clock = Clock()
-    res = m.run(gw, params(state="present"), False, clock, clock.sleep)
+    res = m.run(one(gw), params(state="present"), False, clock, clock.sleep)
     assert res["changed"] and "POST %s key=True" % W1 in gw.calls and res["healthy"] == 2
 
 
@@ -179,7 +183,7 @@ def test_present_after_a_removal_still_draining_waits_then_adds():
     gw = FakeGateway(workers("get-workers-one-draining.json"))
     gw.pending[W1] = 1
     clock = Clock()
-    res = m.run(gw, params(state="present"), False, clock, clock.sleep)
+    res = m.run(one(gw), params(state="present"), False, clock, clock.sleep)
     assert res["changed"] and gw.calls.index("POST %s key=True" % W1) > 1 and res["healthy"] == 2
 
 
@@ -187,20 +191,20 @@ def test_present_that_never_turns_healthy_fails_with_the_listing_and_the_job():
     gw = FakeGateway(workers("get-workers-one.json"), never_healthy=True)
     clock = Clock()
     with pytest.raises(api.GatewayError, match="not_ready .*AddWorker processing.*sglang_gateway_worker_api_key"):
-        m.run(gw, params(state="present", timeout=3), False, clock, clock.sleep)
+        m.run(one(gw), params(state="present", timeout=3), False, clock, clock.sleep)
 
 
 def test_present_and_listed_change_nothing_when_serving():
     gw = FakeGateway(workers("get-workers-two-healthy.json"))
-    res = m.run(gw, params(state="present"), False)
+    res = m.run(one(gw), params(state="present"), False)
     assert not res["changed"] and gw.calls == ["GET"]
-    res = m.run(gw, params(state="listed", worker_url=None), False)
+    res = m.run(one(gw), params(state="listed", worker_url=None), False)
     assert not res["changed"] and res["healthy"] == 2 and res["total"] == 2 and "2 healthy" in res["msg"]
 
 
 def test_check_mode_only_reads():
     gw = FakeGateway(workers("get-workers-two-healthy.json"))
-    res = m.run(gw, params(), True)
+    res = m.run(one(gw), params(), True)
     assert res["changed"] and gw.calls == ["GET"] and res["msg"].startswith("would remove")
 
 
@@ -219,11 +223,65 @@ def test_listed_reads_again_until_enough_workers_outside_the_batch_are_healthy()
     both = workers("get-workers-two-healthy.json")
     one_down = [dict(both[0]), dict(both[1], is_healthy=False)]
     gw, clock = Sequence(one_down, one_down, both), Clock()
-    res = m.run(gw, params(state="listed", worker_url=None, wait_healthy=1, wait_excluding=[both[0]["url"]]),
+    res = m.run(one(gw), params(state="listed", worker_url=None, wait_healthy=1, wait_excluding=[both[0]["url"]]),
                 False, clock, clock.sleep)
     assert res["enough"] and res["healthy"] == 2 and gw.calls == 3 and res["waited"] > 0
     # never enough: the listing comes back as it is after the timeout, for the caller to judge
     gw, clock = Sequence(one_down), Clock()
-    res = m.run(gw, params(state="listed", worker_url=None, wait_healthy=2, timeout=5), False, clock, clock.sleep)
+    res = m.run(one(gw), params(state="listed", worker_url=None, wait_healthy=2, timeout=5), False, clock, clock.sleep)
     assert not res["enough"] and res["healthy"] == 1 and 5 <= res["waited"] < 7
     assert [w["healthy"] for w in res["workers"]] == [True, False]
+
+
+GW2 = "http://gw-2:30080"
+
+
+def test_absent_leaves_every_gateway_before_the_worker_is_drained_once():
+    first, second = FakeGateway(workers("get-workers-two-healthy.json")), FakeGateway(workers("get-workers-two-healthy.json"))
+    clock, reads = Clock(), []
+
+    def read(url, timeout):
+        # the drain starts only once no gateway lists the worker any more
+        assert W1 not in first.listed and W1 not in second.listed
+        reads.append(url)
+        return 0, ""
+
+    res = m.run([("http://gw:30080", first), (GW2, second)], params(), False, clock, clock.sleep, read)
+    assert res["changed"] and res["drained"] and reads == [W1]
+    assert [c for c in first.calls if c.startswith("DELETE")] and [c for c in second.calls if c.startswith("DELETE")]
+    assert set(res["worker_ids"]) == {"http://gw:30080", GW2} and res["gateway_url"] == ["http://gw:30080", GW2]
+    assert "gw-2" in res["msg"] and [w["url"] for w in res["workers"]] == [W2]
+
+
+def test_present_joins_every_gateway_and_only_the_missing_one_is_posted():
+    listed_in_both = workers("get-workers-two-healthy.json")
+    first, second = FakeGateway(listed_in_both), FakeGateway(workers("get-workers-one.json"))
+    clock = Clock()
+    res = m.run([("http://gw:30080", first), (GW2, second)], params(state="present"), False, clock, clock.sleep)
+    assert res["changed"] and first.calls == ["GET"] and "POST %s key=True" % W1 in second.calls
+    assert res["healthy"] == 2 and all(w["gateways"] == {"http://gw:30080": "ready", GW2: "ready"}
+                                       for w in res["workers"])
+
+
+def test_two_listings_that_disagree_count_a_worker_healthy_only_where_both_route_to_it():
+    both = workers("get-workers-two-healthy.json")
+    one_down = [dict(both[0]), dict(both[1], is_healthy=False, status="not_ready")]
+    combined = listing.combine([("a", both), ("b", one_down)])
+    assert combined["healthy"] == 1 and combined["total"] == 2
+    assert [w["healthy"] for w in combined["workers"]] == [True, False]
+    assert combined["workers"][1]["gateways"] == {"a": "ready", "b": "not_ready"}
+    # a worker one gateway does not list at all is not healthy either
+    missing = listing.combine([("a", both), ("b", both[:1])])
+    assert missing["healthy"] == 1 and missing["workers"][1]["gateways"]["b"] == "absent"
+    # one gateway: the same as its own summary
+    assert listing.combine([("a", one_down)])["healthy"] == listing.summary(one_down)["healthy"]
+    assert [w["status"] for w in listing.combine([("a", one_down)])["workers"]] == ["ready", "not_ready"]
+
+
+def test_listed_waits_until_the_floor_holds_in_every_gateway():
+    both = workers("get-workers-two-healthy.json")
+    one_down = [dict(both[0]), dict(both[1], is_healthy=False)]
+    first, second, clock = Sequence(both), Sequence(one_down, one_down, both), Clock()
+    res = m.run([("a", first), ("b", second)], params(state="listed", worker_url=None, wait_healthy=2),
+                False, clock, clock.sleep)
+    assert res["enough"] and res["healthy"] == 2 and second.calls == 3 and "2 gateways" in res["msg"]

@@ -97,5 +97,5 @@ def test_no_answer_names_the_gateway():
 
 
 def test_listed_through_the_module(gateway_url):
-    res = m.run(api.Gateway(gateway_url, KEY), dict(gateway_url=gateway_url, state="listed", worker_url=None), False)
+    res = m.run([(gateway_url, api.Gateway(gateway_url, KEY))], dict(gateway_url=[gateway_url], state="listed", worker_url=None), False)
     assert res["healthy"] == 2 and not res["changed"]
