@@ -1,9 +1,10 @@
-"""The rollout scenario's gateway as its clients see it: smg, installed by roles/sglang_gateway on
-the scenario's `gateway` host, in front of the SGLang hosts (registered by name on the
-scenario's Docker network). While a `with GatewayTraffic(...)` block runs, clients send
-requests through it (short questions with a known answer, and long generations that are in
-flight whenever a host is drained) and a sampler records the workers it lists and their
-health. Nothing here stands in for the gateway: every request goes through the real one."""
+"""The rollout scenario's gateways as their clients see them: smg, installed by roles/sglang_gateway
+on each of the scenario's two gateway hosts, in front of the SGLang hosts (registered by name on
+the scenario's Docker network), as two gateways behind DNS or a load balancer would be. While a
+`with GatewayTraffic(...)` block runs, clients send requests through both in turn (short
+questions with a known answer, and long generations that are in flight whenever a host is
+drained) and a sampler records the workers each lists and their health. Nothing here stands in
+for a gateway: every request goes through a real one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import ask, every, ip_of
 
-GATEWAY = "molecule-gateway-1"
+GATEWAYS = ["molecule-gateway-1", "molecule-gateway-2"]
+GATEWAY = GATEWAYS[0]
 PORT = 30080
 # the local profile's control-plane key (inventories/local/group_vars/all/gateway.yml): made by
 # Ansible's password lookup on the controller on first use, read here to list the workers
@@ -49,27 +51,47 @@ def _call(url, body=None, key=None, timeout=10):
 
 
 class GatewayTraffic:
-    """Clients and a listing sampler on the deployed gateway for the duration of a `with` block."""
+    """Clients and a listing sampler on the deployed gateways for the duration of a `with` block."""
 
-    def __init__(self, hosts, period=0.5):
-        self.url = f"http://{ip_of(GATEWAY)}:{PORT}"
+    def __init__(self, hosts, period=0.5, gateways=tuple(GATEWAYS)):
+        self.urls = [f"http://{ip_of(g)}:{PORT}" for g in gateways]
+        self.url = self.urls[0]
+        self._turn = 0
         self.workers = {h: worker_url(h) for h in hosts}
         self.requests = []  # (monotonic time, answered "OK", error text)
         self.long = []  # (start, end, completion tokens, error text)
-        self.listings = []  # (monotonic time, {worker url: healthy})
+        self.listings = []  # (monotonic time, {worker url: healthy in every gateway})
+        self.per_gateway = []  # (monotonic time, {gateway url: {worker url: healthy}})
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=every, args=(period, self._stop, self._ask), daemon=True),
                          threading.Thread(target=every, args=(LONG_PERIOD, self._stop, self._generate), daemon=True),
                          threading.Thread(target=every, args=(0.5, self._stop, self._list), daemon=True)]
 
+    def listings_now(self):
+        """{gateway url: {worker url: healthy}} as each gateway lists its workers now."""
+        out = {}
+        for url in self.urls:
+            answer = _call(f"{url}/workers", key=admin_key())
+            out[url] = {w["url"]: bool(w.get("is_healthy")) for w in answer["workers"]}
+        return out
+
     def listing(self):
-        """{worker url: healthy} as the gateway lists its workers now."""
-        answer = _call(f"{self.url}/workers", key=admin_key())
-        return {w["url"]: bool(w.get("is_healthy")) for w in answer["workers"]}
+        """{worker url: healthy in every gateway} now (a worker one gateway does not list is not)."""
+        return self._combined(self.listings_now())
+
+    @staticmethod
+    def _combined(each):
+        urls = {u for listed in each.values() for u in listed}
+        return {u: all(listed.get(u, False) for listed in each.values()) for u in sorted(urls)}
+
+    def _next(self):
+        """The gateways in turn: each request goes through the next one."""
+        self._turn += 1
+        return self.urls[self._turn % len(self.urls)]
 
     def _ask(self, t):
         try:
-            ok, err = ask(None, timeout=30, base=self.url) == "OK", ""
+            ok, err = ask(None, timeout=30, base=self._next()) == "OK", ""
         except Exception as exc:  # noqa: BLE001 - every failure is recorded and asserted on
             ok, err = False, repr(exc)[:200]
         self.requests.append((t, ok, err))
@@ -78,7 +100,7 @@ class GatewayTraffic:
         body = {"model": "tiny-qwen2", "temperature": 0, "max_tokens": LONG_TOKENS, "ignore_eos": True,
                 "messages": [{"role": "user", "content": "Count slowly."}]}
         try:
-            answer = _call(f"{self.url}/v1/chat/completions", body, timeout=120)
+            answer = _call(f"{self._next()}/v1/chat/completions", body, timeout=120)
             tokens, err = answer["usage"]["completion_tokens"], ""
             if answer["choices"][0].get("finish_reason") not in ("stop", "length"):
                 err = f"finish_reason {answer['choices'][0].get('finish_reason')!r}"
@@ -88,9 +110,11 @@ class GatewayTraffic:
 
     def _list(self, t):
         try:
-            self.listings.append((t, self.listing()))
+            each = self.listings_now()
         except (OSError, urllib.error.URLError, ValueError):
-            pass  # a gap in the record of listings only
+            return  # a gap in the record of listings only
+        self.per_gateway.append((t, each))
+        self.listings.append((t, self._combined(each)))
 
     def failed(self):
         """Requests through the gateway that failed or were cut: [(time, error)]."""

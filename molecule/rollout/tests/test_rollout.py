@@ -22,7 +22,9 @@ from ansible_collections.sglang.deploy.molecule.shared.fleet import (  # noqa: E
     ROOT, TINY_MODEL, Prober, ask, batches, figure, ip_of, local_vars, playbook, sh,
     stops_since, unit_state, unit_text,
 )
-from ansible_collections.sglang.deploy.molecule.shared.gateway import GatewayTraffic, wait_for_listing, worker_url
+from ansible_collections.sglang.deploy.molecule.shared.gateway import (
+    GATEWAYS, GatewayTraffic, wait_for_listing, worker_url,
+)
 from ansible_collections.sglang.deploy.molecule.shared.rollout_checks import (
     assert_gateway_served_throughout, journal_starts, revisions, start_records, starts_since,
     time_of,
@@ -85,10 +87,11 @@ def test_check_diff_shows_the_flag_change_per_host_and_restarts_nothing(baseline
 def test_gateway_that_does_not_answer_stops_the_rollout_before_anything_changes():
     before = {h: (unit_state(h)[0], unit_text(h)) for h in HOSTS}
     args = dict(BASE_ARGS, **{"max-total-tokens": 10240})
-    rc, out, took = deploy({"sglang_server_args": args, "sglang_gateway_url": "http://127.0.0.1:9"},  # discard port
-                           expect_rc=None)
+    # the first gateway as the inventory has it, the second one at the discard port
+    gateways = [f"http://{ip_of(GATEWAYS[0])}:30080", "http://127.0.0.1:9"]
+    rc, out, took = deploy({"sglang_server_args": args, "sglang_gateway_urls": gateways}, expect_rc=None)
     assert rc != 0
-    assert "http://127.0.0.1:9" in out and "sglang_gateway_url" in out, "the failure does not name the gateway"
+    assert "http://127.0.0.1:9" in out and "sglang_gateway_urls" in out, "the failure does not name the gateway"
     assert "PLAY [Roll out host by host]" not in out or "Nothing had been changed on the host" in out, out[-3000:]
     for h in HOSTS:
         assert (unit_state(h)[0], unit_text(h)) == before[h], f"{h} changed although the gateway never answered"
@@ -152,9 +155,10 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     mount read-write, as they would an NFS export), copied from there by every host and checked
     against its stamp; then it rolls in batches of 1, then 2, behind the gateway (smg, deployed
     by roles/sglang_gateway) while clients send short questions and long generations through it:
-    none fails or comes back short, each host leaves the gateway (drained: its in-flight
-    requests finished) before its server stops, and the gateway never lists fewer healthy
-    workers than the floor."""
+    none fails or comes back short, each host leaves both gateways (drained: its in-flight
+    requests finished) before its server stops, and neither gateway lists fewer healthy
+    workers than the floor. Run as `-l sglang_hosts` (the README's `-l blackwell`): the gateway
+    plays are skipped, and both gateways still see every drain and rejoin."""
     revision = dict(hub.new_revision("gateway"), before=known_good.units())
     before = {h: unit_state(h)[0] for h in HOSTS}
     new_dir, old = revision["dir"], TINY_MODEL.rsplit("/", 1)[-1]
@@ -163,7 +167,8 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     # each host's own state from its model listing: no question sent past the gateway (one in
     # flight would hold the drained server's stop, as no client of a gateway would)
     with GatewayTraffic(HOSTS) as gateway, Prober(HOSTS, models=True) as probe:
-        _, out, took = deploy({"sglang_server_args": args, **revision["vars"], **BATCHES, **ACCEPT}, timed=True)
+        _, out, took = deploy({"sglang_server_args": args, **revision["vars"], **BATCHES, **ACCEPT}, timed=True,
+                              args=("-l", "sglang_hosts"))
         time.sleep(1)
     final = wait_for_listing(gateway, "every host healthy", lambda seen: seen == {worker_url(h): True for h in HOSTS})
     known_good.remember("new revision", revision)  # the state the rollback test starts from
@@ -187,16 +192,23 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     flat = " ".join(out.split())  # the console wraps a long message over lines
     drained = re.findall(r"removed http://molecule-rollout-\d:30000 from gateway \S+ .*?; no request running or queued after", flat)
     assert len(drained) == len(HOSTS), f"expected a finished drain per host: {drained}\n{out[-3000:]}"
+    for h in HOSTS:  # out of both gateways, each named, before the drain
+        left = set(re.findall(r"removed %s from gateway (\S+) " % re.escape(worker_url(h)), flat))
+        assert len(left) == len(GATEWAYS), f"{h} left {sorted(left)}, not both gateways\n{out[-3000:]}"
+    # -l sglang_hosts: the gateway plays had no host, the rollout still drained from both
+    assert re.search(r"PLAY \[Install and start the gateway \(smg\) in front of the SGLang hosts\][^\n]*\n"
+                     r"skipping: no hosts matched", out), out[:3000]
     # batch 1 (host 1) was serving again before batch 2 (hosts 2 and 3) stopped
     down = {h: [t for t, r in probe.samples if not r[h]] for h in HOSTS}
     assert all(down.values()), f"the probe did not see every host restart: {down}"
     assert max(down[HOSTS[0]]) < min(min(down[HOSTS[1]]), min(down[HOSTS[2]])), "batch 2 stopped before batch 1 served"
     assert_gateway_served_throughout(gateway, final, floor=BATCHES["sglang_rollout_min_serving"])
-    for h in HOSTS:  # never routed to a host whose server did not answer
-        during = [listed for t, listed in gateway.listings if min(down[h]) <= t <= max(down[h])]
+    for h in HOSTS:  # neither gateway routed to a host whose server did not answer
+        during = [each for t, each in gateway.per_gateway if min(down[h]) <= t <= max(down[h])]
         assert during, f"no gateway listing was recorded while {h} was down"
-        assert all(not listed.get(worker_url(h)) for listed in during), (
-            f"the gateway listed {h} healthy while its server was not answering")
+        for each in during:
+            assert len(each) == len(GATEWAYS) and not any(listed.get(worker_url(h)) for listed in each.values()), (
+                f"a gateway listed {h} healthy while its server was not answering: {each}")
     figure(f"rollout behind the gateway (smg 1.13.0) in batches [1, 2], floor 1: {len(gateway.requests)} questions and "
            f"{len(gateway.long)} long generations through it during {took:.0f} s, {len(gateway.failed())} failed or cut; "
            f"fewest healthy workers listed: {gateway.fewest_healthy()}; the change was a new model revision: the Hub "
@@ -254,6 +266,44 @@ def test_rollback_returns_to_the_previous_model_revision_which_stays_while_a_rel
     assert "TASK [model_files : Choose the revisions of this model that nothing uses" in out, out[-3000:]
     assert revisions(first) == kept, out[-3000:]
     figure(f"rollback.yml of the model revision change on 1 host: {took:.0f} s")
+
+
+def test_a_rollback_whose_gate_fails_goes_back_and_rejoins_both_gateways(on_new_revision):
+    """The release a rollback puts back on host 1 fails its gate (its stored quality reference
+    no longer matches what it answers: every logprob shifted by 1.0 on the host): rollback.yml
+    fails, host 1 goes back to the release it started from (the new revision), is confirmed
+    against that release's own reference and rejoins both gateways; clients sending through
+    the gateways meanwhile see no failure. Nothing is drained silently: the failure says where
+    the host is."""
+    first, new = HOSTS[0], on_new_revision
+    state = json.loads(sh(first, "cat /etc/ansible/facts.d/sglang_release.fact"))
+    reference = f"/var/lib/sglang-deploy/releases/{state['previous']}/quality.json"
+    saved = sh(first, f"cat {reference}")
+    shifted = json.loads(saved)
+    for entry in shifted["entries"]:
+        entry["logprobs"] = [None if lp is None else lp + 1.0 for lp in entry["logprobs"]]
+    sh(first, f"cat > {reference} <<'EOF'\n{json.dumps(shifted)}\nEOF")
+    unit = unit_text(first)
+    since = float(sh(first, "date +%s"))
+    try:
+        with GatewayTraffic(HOSTS) as gateway:
+            rc, out, took = playbook("playbooks/rollback.yml", {}, args=("-l", first), expect_rc=None)
+            time.sleep(1)
+        final = wait_for_listing(gateway, "every host healthy in both gateways",
+                                 lambda seen: seen == {worker_url(h): True for h in HOSTS})
+    finally:
+        sh(first, f"cat > {reference} <<'EOF'\n{saved}\nEOF")
+    flat = " ".join(out.split())
+    assert rc != 0
+    assert re.search(r"failed verification \(gate\): quality degraded against reference", out), out[-4000:]
+    assert "put back on its last-known-good release" in flat and "back in every gateway" in flat, out[-3000:]
+    assert unit_text(first) == unit and f"--model-path {new['dir']}" in unit, "host 1 is not back on the new revision"
+    assert ask(ip_of(first)) == "OK"
+    assert len(stops_since(first, since)) == 2, "expected the rollback's stop and the fall-back's stop"
+    assert_gateway_served_throughout(gateway, final, floor=len(HOSTS) - 1)
+    figure(f"rollback.yml whose gate fails (1 host, 2 gateways): back on the release it started from, confirmed and "
+           f"in both gateways in {took:.0f} s; {len(gateway.requests)} questions and {len(gateway.long)} long "
+           f"generations through the gateways, {len(gateway.failed())} failed or cut")
 
 
 @pytest.mark.usefixtures("known_good")

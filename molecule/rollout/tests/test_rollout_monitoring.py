@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import ask, figure, ip_of, playbook, scratch, sh  # noqa: E402
-from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAY
+from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAYS
 
 testinfra_hosts = ["molecule-rollout-1"]
 
@@ -64,12 +64,12 @@ def down_alerts(host):
 def test_prometheus_scrapes_the_fleet_and_alerts_on_a_stopped_server():
     assert shutil.which("prometheus"), "Debian's prometheus package is missing (scripts/bootstrap.sh installs it)"
     ips = {h: ip_of(h) for h in HOSTS}
-    gateway_ip = ip_of(GATEWAY)
+    gateway_ips = {g: ip_of(g) for g in GATEWAYS}
     work = scratch("sglang-monitoring-")
     playbook("playbooks/monitoring.yml", {
         "sglang_monitoring_output_dir": str(work / "out"),
         # Prometheus runs on the controller: it reaches each container at its bridge address
-        "sglang_monitoring_address": "{{ %s[inventory_hostname] }}" % json.dumps(dict(ips, **{GATEWAY: gateway_ip})),
+        "sglang_monitoring_address": "{{ %s[inventory_hostname] }}" % json.dumps(dict(ips, **gateway_ips)),
         "sglang_monitoring_node_exporter": False,
         "sglang_monitoring_scrape_interval": INTERVAL,
         "sglang_monitoring_down_for": f"{DOWN_FOR_S}s",
@@ -97,14 +97,15 @@ def test_prometheus_scrapes_the_fleet_and_alerts_on_a_stopped_server():
                 api("query", query='count by (host) ({__name__=~"sglang:.+"})')["result"]), 30)
         figure(f"Prometheus {len(targets)} SGLang targets up in {took:.0f} s; sglang: series per host: "
                + ", ".join(f"{s['metric']['host']}={s['value'][1]}" for s in series))
-        # the gateway (job smg, its --prometheus-port) is scraped too, and lists the 3 workers healthy
+        # both gateways (job smg, their --prometheus-port) are scraped too, each listing the 3 workers healthy
         gateway_targets = [t for t in api("targets")["activeTargets"] if t["scrapePool"] == "smg"]
-        assert [t["scrapeUrl"] for t in gateway_targets] == [f"http://{gateway_ip}:29000/metrics"], gateway_targets
-        healthy, took = wait_for("smg_worker_health of the 3 workers", lambda: (
-            lambda r: r if len(r) == 1 and float(r[0]["value"][1]) >= len(HOSTS) else None)(
-                api("query", query='sum(smg_worker_health{job="smg"})')["result"]), 30)
-        figure(f"Prometheus scrapes the gateway (job smg): sum(smg_worker_health) {healthy[0]['value'][1]} "
-               f"within {took:.0f} s")
+        assert sorted(t["scrapeUrl"] for t in gateway_targets) == sorted(
+            f"http://{ip}:29000/metrics" for ip in gateway_ips.values()), gateway_targets
+        healthy, took = wait_for("smg_worker_health of the 3 workers in each gateway", lambda: (
+            lambda r: r if len(r) == len(GATEWAYS) and all(float(x["value"][1]) >= len(HOSTS) for x in r) else None)(
+                api("query", query='sum by (instance) (smg_worker_health{job="smg"})')["result"]), 30)
+        figure(f"Prometheus scrapes both gateways (job smg): sum(smg_worker_health) by gateway "
+               f"{', '.join(x['value'][1] for x in healthy)} within {took:.0f} s")
 
         sh(stopped, "systemctl stop sglang")
         stopped_at = time.monotonic()
