@@ -59,8 +59,8 @@ def client():
 
 
 def public_endpoint(url):
-    """``url`` without its user information (``https://user:pw@mirror/hf`` ->
-    ``https://mirror/hf``): what stamps (``source``) and messages show. A URL that cannot be
+    """``url`` without its user information, query and fragment (``https://user:pw@mirror/hf`` and
+    ``https://mirror/hf?token=x`` -> ``https://mirror/hf``): what stamps (``source``) and messages show. A URL that cannot be
     parsed is shown as ``<endpoint>``."""
     if not url:
         return url
@@ -68,9 +68,10 @@ def public_endpoint(url):
         parts = urlsplit(url)
     except ValueError:
         return "<endpoint>"
-    if "@" not in parts.netloc:
+    if "@" not in parts.netloc and not parts.query and not parts.fragment:
         return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    # a query or fragment may carry a token (?token=...): shown without either
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1], query="", fragment=""))
 
 
 def _scrub(text, token, endpoint=None):
@@ -80,7 +81,10 @@ def _scrub(text, token, endpoint=None):
     if endpoint and public != endpoint:
         text = text.replace(endpoint, public)
         parts = urlsplit(endpoint)
-        for secret in (parts.netloc.rsplit("@", 1)[0], parts.password):
+        userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
+        values = [v for pair in (parts.query + "&" + parts.fragment).split("&") for v in pair.split("=", 1)[1:]]
+        for secret in sorted({userinfo, parts.password or "", parts.query, parts.fragment, *values}, key=len,
+                             reverse=True):
             if secret:
                 text = text.replace(secret, "<credentials>")
     return text

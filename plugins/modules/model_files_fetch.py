@@ -327,6 +327,11 @@ def run(params, check_mode=False):
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    endpoint = module.params["endpoint"]
+    if endpoint and hub.public_endpoint(endpoint) != endpoint:
+        # credentials in the endpoint (user:token@, ?token=): masked in the result, its invocation
+        # (shown at -vvv) and the async job's file, as a no_log option's value is
+        module.no_log_values.add(endpoint)
     try:
         result = run(module.params, module.check_mode)
     except FetchError as exc:

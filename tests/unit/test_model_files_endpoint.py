@@ -3,6 +3,7 @@ messages name the mirror without them (plugins/module_utils/model_files_hub.py,
 public_endpoint), and every task of roles/model_files that passes the endpoint hides its output
 when the endpoint carries them (no_log)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -19,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
     ("http://u:p@ss@10.0.0.5/api", "http://10.0.0.5/api"),
     ("https://mirror.example/hf", "https://mirror.example/hf"),
     ("https://mirror.example/a@b", "https://mirror.example/a@b"),
+    ("https://mirror.example/hf?token=hf_abc", "https://mirror.example/hf"),
+    ("https://u:p@mirror.example/hf?x=1#tok", "https://mirror.example/hf"),
     ("", ""), (None, None),
 ])
 def test_public_endpoint_strips_the_user_information(url, public):
@@ -31,6 +34,14 @@ def test_a_client_error_is_scrubbed_of_token_and_credentials():
     scrubbed = hub._scrub(text, "hf_x", endpoint)
     assert "s3cret" not in scrubbed and "alice" not in scrubbed and "hf_x" not in scrubbed
     assert "https://mirror.example/api" in scrubbed
+
+
+def test_a_query_token_is_scrubbed_from_a_client_error():
+    endpoint = "https://mirror.example/hf?token=hf_q123&user=bob"
+    text = f"404 Client Error for url: {endpoint}/api/models/x (token hf_q123)"
+    scrubbed = hub._scrub(text, None, endpoint)
+    assert "hf_q123" not in scrubbed and "bob" not in scrubbed
+    assert "https://mirror.example/hf/api/models/x" in scrubbed
 
 
 def _tasks(node):
@@ -55,7 +66,17 @@ def test_every_task_that_passes_the_endpoint_hides_its_output_when_it_has_creden
             # no_log: "{{ model_files_endpoint is search('PATTERN') }}"
             pattern = re.fullmatch(r"\{\{ model_files_endpoint is search\('(.+)'\) \}\}", task["no_log"]).group(1)
             for endpoint, hidden in (("https://u:p@mirror.example", True), ("https://tok@mirror.example/hf", True),
+                                     ("https://mirror.example/hf?token=hf_x", True),
                                      ("https://mirror.example/hf", False), ("https://mirror.example/a@b", False),
                                      ("", False)):
                 assert bool(re.search(pattern, endpoint)) is hidden, (task["name"], endpoint)
     assert found == 4  # per revision (shared, host): the quick check and the background fetch
+
+
+@pytest.mark.parametrize("endpoint", ["https://alice:s3cret@mirror.example/hf", "https://mirror.example/hf?token=s3cret"])
+def test_the_modules_result_and_its_invocation_never_show_the_credentials(run_module, endpoint):
+    # what -vvv prints and what an async job leaves in ~/.ansible_async: the module's result
+    from ansible_collections.sglang.deploy.plugins.modules import model_files_fetch
+    result = run_module(model_files_fetch, {"source": "hub", "repo_id": "org/../x", "revision": "0" * 40,
+                                            "root": "/nonexistent/models", "endpoint": endpoint})
+    assert result["failed"] and "s3cret" not in json.dumps(result) and "alice" not in json.dumps(result)
