@@ -39,6 +39,24 @@ def is_secret(name, options=None):
     return any(secret.startswith(flag) for secret in SECRET_FLAGS)
 
 
+# environment variables whose value is a credential (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY...)
+_SECRET_ENV_WORDS = frozenset(("TOKEN", "KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL",
+                               "CREDENTIALS", "AUTH"))
+
+
+def is_secret_env(name):
+    """Whether the environment variable ``name`` holds a credential: one of its words (split at
+    '_') is one of _SECRET_ENV_WORDS (TOKENIZERS_PARALLELISM is not)."""
+    return bool(_SECRET_ENV_WORDS & set(str(name).upper().replace("-", "_").split("_")))
+
+
+def redact_env(env):
+    """An environment mapping as it is written: every credential's value as ``<redacted>``."""
+    if not isinstance(env, dict):
+        return env
+    return dict((k, REDACTED if v not in (None, "") and is_secret_env(k) else v) for k, v in env.items())
+
+
 def secret_of(options=None):
     """``is_secret`` bound to a catalog: the predicate the plan's labels use."""
     return lambda name: is_secret(name, options)

@@ -65,7 +65,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model i
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import redact_lines
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_classify import classify
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, candidate_key
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import redact_candidate
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import redact_candidate, redact_env
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import (
     FINISHED,
     RUNNING,
@@ -110,7 +110,7 @@ def main():
     record = {
         "key": key, "label": cand.get("label"), "aliases": cand.get("aliases") or [],
         "changes": shown["changes"], "args": shown["args"],
-        "env": cand.get("env") or {}, "status": p["status"],
+        "env": redact_env(cand.get("env") or {}), "status": p["status"],
     }
     if p["status"] == RUNNING:
         record.update(attempts=int(previous.get("attempts") or 0) + 1, started=iso(now), started_epoch=now,

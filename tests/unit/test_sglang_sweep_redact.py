@@ -73,3 +73,15 @@ def test_the_sweep_files_labels_and_lines_hold_no_secret(run_module, tmp_path):
     assert all(c["args"].get("admin-api-key") in (None, "<redacted>") for c in data["candidates"])
     assert any(c["changes"]["args"].get("api-k") == "<redacted>" for c in data["candidates"])
     assert SECRET not in json.dumps(report) and ADMIN not in json.dumps(report)
+
+
+@pytest.mark.parametrize("name,secret", [("HF_TOKEN", True), ("WANDB_API_KEY", True), ("AWS_SECRET_ACCESS_KEY", True),
+                                         ("HUGGING_FACE_HUB_TOKEN", True), ("TOKENIZERS_PARALLELISM", False),
+                                         ("NCCL_IB_DISABLE", False), ("PYTHONPATH", False), ("MONKEY", False)])
+def test_credential_environment_variables_are_known_by_their_words(name, secret):
+    assert R.is_secret_env(name) is secret
+
+
+def test_a_records_environment_holds_no_credential():
+    assert R.redact_env({"HF_TOKEN": "hf_abc", "NCCL_IB_DISABLE": "1", "X_KEY": ""}) == {
+        "HF_TOKEN": "<redacted>", "NCCL_IB_DISABLE": "1", "X_KEY": ""}
