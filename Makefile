@@ -46,10 +46,11 @@ DEMO_HOSTS_ARGS ?=
 demo-hosts: setup
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml $(DEMO_HOSTS_ARGS)
 
-demo: demo-hosts       ## the main job on the embedded default, Prometheus beside it, then the verification report
+demo: demo-hosts       ## the main job on the embedded default (a gateway in front), Prometheus beside it, then the verification report
 	$(BIN)/ansible-playbook $(LOCAL) deploy.yml
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/monitoring.yml
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/verify.yml
+	@echo "demo: the gateway (smg) in front of the demo hosts: http://127.0.0.1:30080/v1/chat/completions"
 	@echo "demo: Prometheus scraping the demo hosts (alerts: /alerts): http://127.0.0.1:9090"
 	@echo "demo: verification report: reports/latest.md (links this run's Prometheus graphs)"
 

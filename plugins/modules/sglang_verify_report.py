@@ -20,6 +20,14 @@ options:
   run_id: {description: Identifier of the run., type: str, required: true}
   report_dir: {description: Controller directory of reports., type: path, required: true}
   prometheus_url: {description: "Base URL of a Prometheus that scrapes the hosts; the summary links its graphs for the run's time window (empty: no links).", type: str, default: ""}
+  gateways:
+    description:
+      - "What the gateways list: the C(workers) of roles/sglang_gateway's C(sglang_gateway_listing) (each with C(url),
+        C(healthy) and C(gateways), each gateway's status of it); the summary gets a section of them and report.json
+        keeps them. Empty: no section."
+    type: list
+    elements: dict
+    default: []
 author: [sglang_deploy]
 """
 
@@ -67,9 +75,28 @@ def weakenings_md(hosts):
                       "| --- | --- | --- | --- | --- |"] + rows) + "\n"
 
 
+def gateways_md(workers):
+    """The gateways' listing as a Markdown section: one row per worker, its status in each
+    gateway and whether every gateway routes to it; "" without a gateway."""
+    if not workers:
+        return ""
+    gateways = sorted({gw for w in workers for gw in (w.get("gateways") or {})})
+    rows = ["| %s | %s | %s |" % (w.get("url"), " | ".join((w.get("gateways") or {}).get(gw, "absent") for gw in gateways)
+                                  if gateways else w.get("status") or "?", "yes" if w.get("healthy") else "**no**")
+            for w in workers]
+    healthy = sum(1 for w in workers if w.get("healthy"))
+    header = ["", "## Gateways", "",
+              "%d of %d worker(s) healthy and ready in every gateway (roles/sglang_gateway, `sglang_gateway_urls`)." % (
+                  healthy, len(workers)), "",
+              "| worker | %s | routed to |" % (" | ".join(gateways) if gateways else "status"),
+              "| --- | %s | --- |" % " | ".join("---" for _ in (gateways or ["status"]))]
+    return "\n".join(header + rows) + "\n"
+
+
 ARGUMENT_SPEC = dict(
     RUN_ARGS,
     prometheus_url=dict(type="str", default=""),
+    gateways=dict(type="list", elements="dict", default=[]),
 )
 
 
@@ -88,6 +115,7 @@ def main():
         "passed": all(h.get("passed") for h in hosts.values()) if hosts else None,
         "hosts": hosts,
         "prometheus_links": prometheus_links(p["prometheus_url"], hosts),
+        "gateways": p["gateways"],
     }
     paths = {
         "report": os.path.join(run_dir, "report.json"),
@@ -97,7 +125,7 @@ def main():
     appended = 0
     if not module.check_mode and hosts:
         write_json(paths["report"], report)
-        md = render_summary_md(report) + weakenings_md(hosts)
+        md = render_summary_md(report) + gateways_md(p["gateways"]) + weakenings_md(hosts)
         for target in (paths["summary"], os.path.join(p["report_dir"], "latest.md")):
             write_text(target, md)
         seen = set()

@@ -16,10 +16,12 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-YAML_FILES = [p for pattern in ("*.yml", "playbooks/*.yml", "roles/**/*.yml", "molecule/**/*.yml", "templates/*")
+YAML_FILES = [p for pattern in ("*.yml", "playbooks/*.yml", "roles/**/*.yml", "molecule/**/*.yml", "templates/*",
+                                "inventories/**/*.yml")
               for p in sorted(ROOT.glob(pattern)) if ".venv" not in p.parts]
 INCLUDES = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
-LITERAL_GROUP = re.compile(r"""groups\s*(?:\[\s*['"]gateway['"]\s*\]|\.gateway\b)|^\s*-?\s*hosts:\s*['"]?gateway['"]?\s*$""",
+LITERAL_GROUP = re.compile(r"""groups\s*(?:\[\s*['"]gateway['"]\s*\]|\.gateway\b|\.get\(\s*['"]gateway['"])"""
+                           r"""|^\s*-?\s*hosts:\s*['"]?(?:[^'"\n#]*[:,&!])?gateway(?:[:,&!][^'"\n#]*)?['"]?\s*(?:#.*)?$""",
                            re.M)
 
 
@@ -70,11 +72,13 @@ def test_no_file_outside_the_gateway_role_names_the_gateway_group():
 def test_the_scans_find_a_drain_and_a_literal_group(tmp_path):
     probe = ROOT / "playbooks" / "_rollout_owner_probe.yml"
     probe.write_text("- hosts: gateway\n  tasks:\n    - ansible.builtin.include_role: {name: sglang_gateway, "
-                     "tasks_from: drain}\n      when: groups['gateway'] | length > 0\n")
+                     "tasks_from: drain}\n      when: groups['gateway'] | length > 0\n"
+                     "    - ansible.builtin.debug: {msg: \"{{ groups.get('gateway') }}\"}\n")
     try:
         assert drains_and_rejoins(probe) == ["drain"]
         text = probe.read_text(encoding="utf-8")
-        assert len(LITERAL_GROUP.findall(text)) == 2
+        assert len(LITERAL_GROUP.findall(text)) == 3
     finally:
         probe.unlink()
     assert not LITERAL_GROUP.search("hosts: sglang_gateway_hosts\nloop: \"{{ groups[sglang_gateway_group] }}\"\n")
+    assert LITERAL_GROUP.search('  hosts: "gateway:localhost"\n') and LITERAL_GROUP.search("- hosts: all:!gateway\n")
