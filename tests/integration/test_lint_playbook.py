@@ -106,17 +106,18 @@ def test_production_inventory_passes_with_a_pinned_revision(tmp_path):
     rc, out = run_lint("-i", str(production_copy(tmp_path, pin=False)[0]), "-l", "blackwell",
                        "-e", f"model_files_revision={PINNED}")
     assert rc == 0
-    # the one warning of the shipped profile: NEXTN with the model's default context of 262144
-    # (docs/sglang-versions.md#qwen35-397b-nextn-context), once per host
-    assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in out
-    assert flat(out).count("[qwen35-397b-nextn-context-default]") == 2
+    # no warning: the shipped profile's context length is decided (131072, docs/blackwell-profile.md,
+    # Context length), so the NEXTN context rule (docs/sglang-versions.md#qwen35-397b-nextn-context)
+    # says nothing
+    assert "sglang_flags lint: 2 host(s) pass (0 warning(s))" in out
+    assert "[qwen35-397b-nextn-context-" not in flat(out)
     assert "unreachable=0" in out and "unreachable=1" not in out
     assert "0123456789abcdef" not in out
 
 
 def test_production_inventory_passes_with_its_vault_key(tmp_path):
     """The production profile with the keys file README.md has the operator write, vault-encrypted
-    with a password file, passes with no warning but the context one."""
+    with a password file, passes with no warning."""
     copy, _ = production_copy(tmp_path, key=False)
     password = tmp_path / "vault-pass"
     password.write_text("lint-test-password\n", encoding="utf-8")
@@ -127,10 +128,11 @@ def test_production_inventory_passes_with_its_vault_key(tmp_path):
     (copy / "group_vars" / "blackwell" / "keys.yml").write_text(encrypted, encoding="utf-8")
     rc, out = run_lint("-i", str(copy), "-l", "blackwell", "--vault-password-file", str(password))
     assert rc == 0
-    # the one warning of the shipped profile: NEXTN with the model's default context of 262144
-    # (docs/sglang-versions.md#qwen35-397b-nextn-context), once per host
-    assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in out
-    assert flat(out).count("[qwen35-397b-nextn-context-default]") == 2
+    # no warning: the shipped profile's context length is decided (131072, docs/blackwell-profile.md,
+    # Context length), so the NEXTN context rule (docs/sglang-versions.md#qwen35-397b-nextn-context)
+    # says nothing
+    assert "sglang_flags lint: 2 host(s) pass (0 warning(s))" in out
+    assert "[qwen35-397b-nextn-context-" not in flat(out)
     assert "unreachable=0" in out and "unreachable=1" not in out
     assert "0123456789abcdef" not in out
 
@@ -154,8 +156,8 @@ def test_production_lint_as_make_lint_runs_it_passes_with_a_warning_naming_the_r
     rc, out = run_lint("-l", "blackwell", "-e", makefile_lint_extra_vars(), "-e", f"model_files_revision={PINNED}")
     text = flat(out)
     assert rc == 0, text
-    # per host: the accepted risk, and the profile's NEXTN context warning
-    assert "sglang_flags lint: 2 host(s) pass (4 warning(s))" in text
+    # per host: the accepted risk (the profile's context length is decided: no NEXTN context warning)
+    assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in text
     assert ("accepted in sglang_server_allow_no_api_key: make lint: the API key is in a vault file of "
             "the operator") in text
 
@@ -168,8 +170,8 @@ def test_a_loopback_bind_needs_no_key(tmp_path):
         (copy / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump({"sglang_server_args": args}))
     rc, out = run_lint("-i", str(copy), "-l", "blackwell")
     assert rc == 0, flat(out)
-    # the profile's NEXTN context warning alone, per host
-    assert "sglang_flags lint: 2 host(s) pass (2 warning(s))" in out
+    # no warning at all (the profile's context length is decided)
+    assert "sglang_flags lint: 2 host(s) pass (0 warning(s))" in out
     assert "exposed-without-key" not in out
 
 
