@@ -3,16 +3,9 @@ CUDA runtime a spec's wheels need with the driver's (plugins/module_utils/ml_env
 
 from __future__ import annotations
 
-import re
-
 from ansible.errors import AnsibleFilterError
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_cuda import canonical as _canonical
 from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_cuda import check as _cuda_check
-
-_NAME_NORM = re.compile(r"[-_.]+")
-
-
-def _canonical(name: str) -> str:
-    return _NAME_NORM.sub("-", name).lower()
 
 
 def ml_env_lock_requirements(reports) -> list:

@@ -28,6 +28,8 @@ import io
 import os
 import re
 
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_cuda import canonical
+
 KERNEL_DISTS = ("flashinfer-cubin", "flashinfer-jit-cache")
 _KERNEL_SUFFIXES = (".cubin", ".so", ".fatbin")
 # "Sm100a", "sm100f", "sm_120", "SM120": the architecture a kernel file names
@@ -127,7 +129,7 @@ def read_records(site_packages_glob):
             m = _DIST_INFO.match(entry)
             if not m:
                 continue
-            name = re.sub(r"[-_.]+", "-", m.group("name")).lower()
+            name = canonical(m.group("name"))
             if name not in KERNEL_DISTS and name != "flashinfer-python":
                 continue
             record = os.path.join(site, entry, "RECORD")
