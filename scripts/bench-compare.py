@@ -10,7 +10,7 @@ run differs by 15-30% on a busy machine; the medians over the pairs are compared
 It prints a table and the ratio ours / bench_serving; it asserts nothing (figures, not a test).
 
 The project's side is the exact code the sglang_verify role runs on the host
-(roles/sglang_verify/module_utils, module_utils/). bench_serving needs the `datasets` package and a local
+(plugins/module_utils/sglang_verify_client.py, sglang_verify_stats.py). bench_serving needs the `datasets` package and a local
 tokenizer (the model directory) in the Python given by --bench-python.
 
 usage:

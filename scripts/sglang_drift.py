@@ -10,7 +10,7 @@ usage: sglang_drift.py [--sglang X] [--index-url URL ...] [--newest-catalog FILE
    `--newest-catalog FILE` uses a catalog that exists instead (no network).
 2. Reads every profile: inventories/*/group_vars/all merged with each other group directory.
 3. Judges each profile as playbooks/lint.yml does (input checks and catalog, rules table,
-   deploy rules: roles/sglang_flags/filter_plugins) once with its declared SGLang version and
+   deploy rules: plugins/filter/sglang_flags_*.py) once with its declared SGLang version and
    once with the newest, and reports the findings the newest adds (flags rejected, renamed,
    removed), the defaults that changed for flags the profile leaves unset (literal defaults of
    the two catalogs), and the pins that would move.

@@ -22,7 +22,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_
 # Units a host already has, whose name the server's unit must not take (fnmatch patterns): the
 # remote shell, the system's own daemons, the container engines, the login prompts, the NVIDIA
 # daemons and what roles/sglang_monitoring installs. Short on purpose; the host-side check
-# (plugins/filter/sglang_server_unit.py) refuses any unit file the role did
+# (plugins/modules/sglang_server_files.py) refuses any unit file the role did
 # not write.
 RESERVED_UNITS = (
     "ssh", "sshd", "systemd-*", "dbus", "dbus-*", "cron", "crond", "anacron", "atd",

@@ -52,7 +52,7 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_condit
 version_key = _versions.version_key
 sglang_version_compare = _versions.sglang_version_compare
 version_in_range = _versions.version_in_range
-# scripts/sglang-drift.py loads this file alone and judges a profile as tasks/evaluate.yml
+# scripts/sglang_drift.py imports this module and judges a profile as tasks/evaluate.yml
 # does, so the spec readers and the report line are reachable from here too
 sglang_flags_version_from_spec = _requirements.sglang_flags_version_from_spec
 sglang_flags_package_names = _requirements.sglang_flags_package_names

@@ -2,7 +2,7 @@
 """The one reader of Prometheus' text exposition (an SGLang server's /metrics) for the
 project's modules: the probe of roles/sglang_verify (speculative accept length) and the drain
 of roles/sglang_gateway (running, queued and active requests). Shipped with each module as
-``ansible.module_utils.sglang_prometheus`` (ansible.cfg module_utils)."""
+``ansible_collections.sglang.deploy.plugins.module_utils.sglang_prometheus``."""
 
 import math
 

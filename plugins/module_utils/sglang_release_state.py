@@ -14,7 +14,7 @@ ids, newest first) and ``generations`` ({id: generation}). Every write is atomic
 are read from their environment copy and the index.
 
 Shipped with plugins/modules/sglang_release.py and
-plugins/modules/ml_env_prune_plan.py (ansible.cfg ``module_utils``). Standard library only.
+plugins/modules/ml_env_prune_plan.py. Standard library only.
 """
 
 import base64

@@ -6,7 +6,7 @@ SECRET_FLAGS), in every spelling SGLang and Python print it: ``--api-key VALUE``
 ``--api_key=VALUE``, ``'api_key': 'VALUE'`` (the ``server_args={...}`` line SGLang 0.5.23 logs
 at start), ``"api_key": "VALUE"`` (JSON), ``api_key='VALUE'`` (a repr) and ``api-key: VALUE``
 (YAML). The value becomes ``<redacted>``; ``None``/``null`` and empty values are left as they
-are. Shipped as ``ansible.module_utils.sglang_secrets`` (ansible.cfg module_utils). Standard
+are. Shipped as ``ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets``. Standard
 library only.
 """
 

@@ -109,8 +109,8 @@ def changes(args, env, current_args, current_env):
 
 def describe(diff, secret=None):
     """``max-running-requests=16 OMP_NUM_THREADS=2 -enable-metrics``: a change set in one line;
-    the value of a flag ``secret(name)`` calls secret is ``<redacted>`` (module_utils/
-    sglang_sweep_redact.py)."""
+    the value of a flag ``secret(name)`` calls secret is ``<redacted>``
+    (plugins/module_utils/sglang_sweep_redact.py)."""
     words = []
     for part in ("args", "env"):
         for name, value in diff[part].items():

@@ -1,4 +1,4 @@
-"""The repository's module_utils/ (ansible.cfg module_utils) reach the modules that import them
+"""The collection's module_utils (plugins/module_utils/) reach the modules that import them
 when Ansible runs them for real (local connection, this interpreter): the probe's drift of
 roles/sglang_verify reads the flag model, through the same variables a deploy uses, and the
 gateway module (plugins/modules/sglang_gateway_worker.py, run by roles/sglang_gateway) and the
@@ -88,7 +88,7 @@ def test_drift_of_flags_written_with_underscores_passes_in_a_real_run(tmp_path, 
 
 
 def test_gateway_module_loads_the_shared_and_its_own_module_utils(tmp_path):
-    """sglang_gateway_worker imports module_utils/ (HTTP, Prometheus, the gateway API and
+    """sglang_gateway_worker imports plugins/module_utils/ (HTTP, Prometheus, the gateway API and
     listing): run as the role runs it, against a gateway that does not answer."""
     play = [{"name": "Gateway", "hosts": "all", "gather_facts": False, "tasks": [
         {"name": "Normalise the flags", "ansible.builtin.include_role": {"name": "sglang_flags", "tasks_from": "model"}},
@@ -104,10 +104,9 @@ def test_gateway_module_loads_the_shared_and_its_own_module_utils(tmp_path):
 
 
 def test_readiness_module_loads_the_shared_http_client(tmp_path):
-    """sglang_server_wait run ad hoc: no unit of that name here, so the module's own refusal
+    """sglang_server_wait run ad hoc by its FQCN: no unit of that name here, so the module's own refusal
     (systemctl answers, or is missing) names the unit."""
-    rc, out = ansible("ansible", tmp_path, "all", "-M", str(ROOT / "roles" / "sglang_server" / "library"),
-                      "-m", "sglang_server_wait", "-a",
+    rc, out = ansible("ansible", tmp_path, "all", "-m", "sglang.deploy.sglang_server_wait", "-a",
                       "unit=sglang-test-no-such.service url=http://127.0.0.1:9/ timeout=1",
                       "-e", f"ansible_python_interpreter={sys.executable}")
     assert rc != 0 and "Could not find imported module support code" not in out, out

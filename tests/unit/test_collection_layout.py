@@ -6,6 +6,9 @@
   to a package's __path__): Python imports Python by name;
 - no plugin folder beside a role or a playbook (roles/*/library, roles/*/module_utils,
   roles/*/filter_plugins, a top-level module_utils/, ...): plugins live in plugins/;
+- no tracked text file points at such a folder (a path through it, "ansible.cfg module_utils")
+  or imports a module_utils of plugins/module_utils as ansible.module_utils.<name>: the folders
+  went, and a comment, a doc or a test that names them sends the reader nowhere;
 - every task that calls a module of plugins/modules calls it as sglang.deploy.<name>, and every
   use of a filter that plugins/filter exports is spelled sglang.deploy.<name>;
 - every filter plugins/filter exports is used by a YAML or Jinja file outside tests/ (the tests
@@ -38,6 +41,17 @@ LOADERS = {"spec_from_file_location", "SourceFileLoader", "run_path", "load_sour
 SYS_PATH_CHANGES = {"insert", "append", "extend", "__setitem__", "__iadd__"}
 PLUGIN_FOLDERS = ["library", "module_utils", "filter_plugins", "callback_plugins", "lookup_plugins",
                   "test_plugins", "action_plugins"]
+# a path through a plugin folder that is gone: beside a role or a scenario (roles/<role>/library,
+# also without a slash after it), beside the playbooks, or at the root (library/, filter_plugins/);
+# plugins/<folder> is not one of them
+_FOLDERS = "|".join(PLUGIN_FOLDERS)
+DEAD_PATHS = [
+    ("a role's or a scenario's plugin folder",
+     re.compile(r"(?<![\w./-])(?:roles|molecule)/[\w*<>.-]+/(?:%s)\b" % _FOLDERS)),
+    ("a plugin folder beside the playbooks", re.compile(r"(?<![\w./-])playbooks/(?:%s)\b" % _FOLDERS)),
+    ("a plugin folder at the root", re.compile(r"(?<![\w./*<>-])(?:%s)/" % _FOLDERS)),
+    ("ansible.cfg's module_utils setting", re.compile(r"ansible\.cfg\W{0,3}module_utils")),
+]
 PLAY_TASK_LISTS = ("pre_tasks", "tasks", "post_tasks", "handlers")
 BLOCK_LISTS = ("block", "rescue", "always")
 # a filter applied with a pipe (`x | name`, `x|name(...)`) or handed to map (`map('name')`)
@@ -180,6 +194,58 @@ def test_no_plugin_folder_beside_a_role_or_a_playbook():
     found = sorted({folder for folder in folders for place in places for name in PLUGIN_FOLDERS
                     if folder == place + name or folder.startswith(place + name + "/")})
     assert not found, "plugins belong in plugins/ (modules, module_utils, filter, callback): %s" % found
+
+
+def tracked_texts():
+    """(relative path, text) of every tracked text file but this one, as in the working tree."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for path in sorted(p for p in tracked.decode().split("\0") if p):
+        full = ROOT / path
+        if full == SELF or not full.is_file():
+            continue
+        try:
+            text = full.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        if "\0" not in text:
+            yield path, text
+
+
+def dead_paths(text):
+    """(line, what, the words) for each place this text points at a plugin folder that is gone,
+    or imports a module_utils of the collection as ansible.module_utils.<name>."""
+    utils = sorted(p.stem for p in (ROOT / "plugins" / "module_utils").glob("*.py") if p.stem != "__init__")
+    old_import = re.compile(r"\bansible\.module_utils\.(?:%s)\b" % "|".join(map(re.escape, utils)))
+    checks = DEAD_PATHS + [("ansible.module_utils.<name> for plugins/module_utils/<name>.py", old_import)]
+    for number, line in enumerate(text.splitlines(), 1):
+        for what, pattern in checks:
+            for match in pattern.finditer(line):
+                yield number, what, match.group(0)
+
+
+def test_no_text_points_at_a_plugin_folder_that_is_gone():
+    found = ["%s:%d: %s (%s)" % (path, number, words, what)
+             for path, text in tracked_texts() for number, what, words in dead_paths(text)]
+    assert not found, ("these point at plugin folders that are gone; name the file under plugins/ "
+                       "(modules, module_utils, filter, callback) or its FQCN: %s" % found)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("# (filter_plugins/sglang_flags_deploy.py)", ["filter_plugins/"]),
+    ("one call, `library/sglang_server_files.py`", ["library/"]),
+    ("-M roles/sglang_server/library", ["roles/sglang_server/library"]),
+    ("(roles/sglang_sweep/library)", ["roles/sglang_sweep/library"]),
+    ("deploy rules: roles/sglang_flags/filter_plugins)", ["roles/sglang_flags/filter_plugins"]),
+    ("playbooks/library/x.py", ["playbooks/library"]),
+    ("the repository's module_utils/ (ansible.cfg module_utils)", ["module_utils/", "ansible.cfg module_utils"]),
+    ("import it (ansible.cfg `module_utils`)", ["ansible.cfg `module_utils"]),
+    ("``ansible.module_utils.sglang_http``", ["ansible.module_utils.sglang_http"]),
+    ("plugins/module_utils/sglang_http.py, plugins/filter/x.py, the filter_plugins setting", []),
+    ("ansible_collections.sglang.deploy.plugins.module_utils.sglang_http", []),
+    ("from ansible.module_utils.basic import AnsibleModule; the standard library only", []),
+])
+def test_the_dead_path_scan_finds_each_form(text, expected):
+    assert [words for _, _, words in dead_paths(text)] == expected
 
 
 def test_every_module_of_the_collection_is_called_by_its_fqcn():

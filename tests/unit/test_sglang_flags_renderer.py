@@ -1,15 +1,7 @@
 """Unit tests of the flag renderer, plugins/filter/sglang_flags.py."""
 
-import os
-
 import pytest
 from ansible.errors import AnsibleFilterError
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PLUGINS = os.path.join(ROOT, "roles", "sglang_flags", "filter_plugins")
-
-
-
 
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as R
 

@@ -1,4 +1,4 @@
-"""The sweep's controller modules (roles/sglang_sweep/library) through their main(), as Ansible
+"""The sweep's controller modules (plugins/modules/sglang_sweep_*.py) through their main(), as Ansible
 runs them: plan, record (running, then the outcome), report, a resumed sweep, check mode."""
 
 import json

@@ -1,6 +1,6 @@
 """Metric math, garbage detector, probe matching, drift comparison, gates and report rendering
 of roles/sglang_verify (its plugins/module_utils/sglang_verify_*.py), with the flag model and the
-Prometheus reader they use (module_utils/ at the repository's root)."""
+Prometheus reader they use (plugins/module_utils/sglang_flags_model.py, sglang_prometheus.py)."""
 
 import json
 

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-# the module imports its helpers as ansible.module_utils.<name>, as Ansible ships them
+# the module imports its helpers by name, from the collection's plugins/module_utils
 from ansible_collections.sglang.deploy.plugins.modules import sglang_probe as probe
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_client
 
