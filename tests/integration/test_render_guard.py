@@ -5,19 +5,11 @@ would. Each bad input fails the run at render.yml's guard (plugins/filter/sglang
 naming the variable and the rule, and nothing is written. The unit tests
 (tests/unit/test_input_guards.py) probe every input and class; this runs a sample through Ansible."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
+from test_unit_render import HOSTS, ROOT, run_render  # pylint: disable=wrong-import-order
 
-ROOT = Path(__file__).resolve().parents[2]
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
-TEMPLATES = ROOT / "templates"
-HOST = "sglang-local-1"
+HOST = HOSTS["local"]
 KEY = "k" * 32
 with open(ROOT / "inventories" / "local" / "group_vars" / "all" / "sglang.yml", encoding="utf-8") as _fh:
     ARGS = yaml.safe_load(_fh)["sglang_server_args"]
@@ -45,23 +37,7 @@ CASES = {
 
 
 def render(tmp_path, extra):
-    play = [{"name": "Render", "hosts": HOST, "gather_facts": False, "tasks": [
-        {"name": "Render the flags", "ansible.builtin.include_role": {"name": "sglang_server", "tasks_from": "render",
-                                                                      "public": True}},
-        {"name": "Write the files", "ansible.builtin.copy": {
-            "content": "{{ lookup('ansible.builtin.template', item) }}",
-            "dest": f"{tmp_path}/{{{{ item | basename }}}}", "mode": "0600"},
-         "loop": [str(TEMPLATES / "sglang.service.j2"), str(TEMPLATES / "sglang.env.j2")],
-         "delegate_to": "localhost"}]}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    (tmp_path / "extra.json").write_text(json.dumps({
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-        "ml_env_generation": "gen-fixture", **extra}))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_LOCAL_TEMP=str(tmp_path / ".ansible-tmp"))
-    return subprocess.run([ANSIBLE_PLAYBOOK, "-i", "inventories/local", str(tmp_path / "play.yml"),
-                           "--skip-tags", "sglang_flags_lint", "-e", f"@{tmp_path / 'extra.json'}"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return run_render(tmp_path, "local", extra, ("--skip-tags", "sglang_flags_lint"))
 
 
 def test_the_local_profile_renders(tmp_path):

@@ -32,11 +32,10 @@ CASES = {"production": ("production", {**CUDA, **PINNED}), "local": ("local", {}
                                             "sglang_server_nccl_p2p_level_sys": True})}
 
 
-def render(tmp_path, inventory, extra):
-    """(unit text, environment file text) of the inventory's first host. The role's offline
-    check runs first (its meta dependency): production binds 0.0.0.0 without the vault's API
-    key here, so the render names that risk (sglang_server_allow_no_api_key) unless ``extra``
-    sets a key or its own reason."""
+def run_render(tmp_path, inventory, extra, options=()):
+    """The ansible-playbook run that renders the inventory's first host's unit and environment
+    file into tmp_path (roles/sglang_server tasks_from render, then the templates as configure.yml
+    writes them), with ``options`` on its command line (test_render_guard.py: --skip-tags)."""
     play = [{"name": "Render", "hosts": HOSTS[inventory], "gather_facts": False, "tasks": [
         {"name": "Render the flags", "ansible.builtin.include_role": {"name": "sglang_server", "tasks_from": "render", "public": True}},
         {"name": "Write the files", "ansible.builtin.copy": {
@@ -52,9 +51,17 @@ def render(tmp_path, inventory, extra):
         "sglang_server_allow_no_api_key": "a test render: no server is started", **extra}))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_LOCAL_TEMP=str(tmp_path / ".ansible-tmp"))
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", f"inventories/{inventory}", str(tmp_path / "play.yml"),
-                           "-e", f"@{tmp_path / 'extra.json'}"],
+    return subprocess.run([ANSIBLE_PLAYBOOK, "-i", f"inventories/{inventory}", str(tmp_path / "play.yml"),
+                           "-e", f"@{tmp_path / 'extra.json'}", *options],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def render(tmp_path, inventory, extra):
+    """(unit text, environment file text) of the inventory's first host. The role's offline
+    check runs first (its meta dependency): production binds 0.0.0.0 without the vault's API
+    key here, so the render names that risk (sglang_server_allow_no_api_key) unless ``extra``
+    sets a key or its own reason."""
+    proc = run_render(tmp_path, inventory, extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return (tmp_path / "sglang.service.j2").read_text(), (tmp_path / "sglang.env.j2").read_text()
 
