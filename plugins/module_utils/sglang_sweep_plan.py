@@ -61,7 +61,7 @@ def _env(env, where):
     if not isinstance(env, dict):
         raise SweepPlanError("%s must be a mapping of NAME -> value" % where)
     for name in env:
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise SweepPlanError("%s: %r is not an environment variable name" % (where, name))
     return dict((name, _env_value(value)) for name, value in env.items())
 

@@ -129,3 +129,9 @@ def test_store_resumes_only_unfinished_candidates(tmp_path):
 def test_store_refuses_names_that_are_not_one_directory(tmp_path, name):
     with pytest.raises(plan.SweepPlanError):
         store.sweep_dir(str(tmp_path), name, "host")
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD\n", "X\u2028", "A B"])
+def test_an_environment_name_with_a_line_break_is_refused(name):
+    with pytest.raises(plan.SweepPlanError, match="not an environment variable name"):
+        plan.expand({"model-path": "/m"}, {}, candidates=[{"name": "c", "env": {name: "/tmp/x.so"}}])
