@@ -40,7 +40,7 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_text
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import write_text
 
 STAMP = ".sglang-deploy-model.json"
 BOOKKEEPING_PREFIX = ".sglang-deploy-"

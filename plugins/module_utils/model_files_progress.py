@@ -14,7 +14,7 @@ import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import CLIENT_DIR
 # the progress record is read and written whole, as every JSON file of the project
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json as read, write_json
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json as read, write_json
 
 COPY_TMP = ".sglang-deploy-copy.tmp"
 

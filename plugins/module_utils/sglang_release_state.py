@@ -10,7 +10,7 @@ content hash of both files, as roles/sglang_release has always named releases.
 The local fact (``/etc/ansible/facts.d/sglang_release.fact``) is the index: ``current`` and
 ``previous`` (ids, with their ``*_generation`` and ``*_args``), ``history`` (the last ``keep``
 ids, newest first) and ``generations`` ({id: generation}). Every write is atomic
-(plugins/module_utils/sglang_verify_store.py). Releases recorded before release.json existed
+(plugins/module_utils/sglang_files.py). Releases recorded before release.json existed
 are read from their environment copy and the index.
 
 Shipped with plugins/modules/sglang_release.py and
@@ -25,7 +25,7 @@ import re
 import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_bytes
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import write_bytes
 
 # where roles/sglang_release keeps them (sglang_release_dir, sglang_release_fact)
 RELEASE_DIR = "/var/lib/sglang-deploy/releases"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_text
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import write_text
 
 
 def _lines(path):

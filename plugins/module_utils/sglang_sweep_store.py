@@ -17,7 +17,7 @@ import datetime
 import os
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import validate_name
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json, write_json
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_json
 
 SWEEP_FILE = "sweep.json"
 FINISHED = "finished"

@@ -16,7 +16,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils import sglang_qualit
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_quality import compare_prompt, describe_worst, judge, prompt_set_hash, summarize
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import current_quality
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import quote
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json, write_text
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_text
 
 FORMAT = 1
 MODEL_STAMP = ".sglang-deploy-model.json"

@@ -69,7 +69,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.gpu_admit_summary im
     admission_inputs, admission_key, changed_inputs, summarize, textfile)
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_admit_verdict import judge
 from ansible_collections.sglang.deploy.plugins.module_utils.local_fact import write_if_changed, write_local_fact
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json
 
 
 ARGUMENT_SPEC = dict(

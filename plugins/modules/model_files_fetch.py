@@ -197,7 +197,7 @@ class Fetch(object):
         if hub_source:
             self._hub(hub.download, self.repo, self.sha, directory, names, self.p["endpoint"], self.p["token"])
             return
-        # a copy, not sglang_verify_store's write: the file streams into COPY_TMP, the name the
+        # a copy, not sglang_files' write: the file streams into COPY_TMP, the name the
         # progress callback measures, and is renamed into place once whole
         tmp = os.path.join(directory, COPY_TMP)
         for name in names:

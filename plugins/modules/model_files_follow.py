@@ -55,7 +55,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils import model_files_progress as progress
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json
 
 
 def job_finished(path):

@@ -147,7 +147,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import request
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import redact_lines
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_start_log import append as record_start
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json, write_json
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_json
 
 
 def unit_state(module, unit):

@@ -62,7 +62,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store i
     sweep_dir,
     write_sweep,
 )
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import write_json, write_text
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import write_json, write_text
 
 
 ARGUMENT_SPEC = dict(

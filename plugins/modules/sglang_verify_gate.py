@@ -86,7 +86,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_quality impor
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gsm8k import gsm8k_gate
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gates import evaluate_gates, limit_value
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_render import RUN_ARGS, bus_cell, console_lines
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json, write_json
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
 

@@ -57,7 +57,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_render import RUN_ARGS, history_record, prometheus_links, render_summary_md
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_store import read_json, write_json, write_text
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_json, write_text
 
 
 def weakenings_md(hosts):

@@ -1,14 +1,14 @@
 """The regression gates of roles/sglang_verify: which accepted results a figure is compared
 with (plugins/module_utils/sglang_verify_baseline.py), the gate module end to end on a temporary report
 directory (plugins/modules/sglang_verify_gate.py), and report files written by many hosts at once
-(plugins/module_utils/sglang_verify_store.py)."""
+(plugins/module_utils/sglang_files.py)."""
 import glob
 import multiprocessing
 import os
 
 import pytest
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_baseline as bl
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_store as store
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_files as store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = {"prompt": "Tell me a story.", "max_tokens": 256, "runs": 5, "warmup": 1}
