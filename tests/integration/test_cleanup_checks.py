@@ -160,8 +160,28 @@ def test_restore_checks_before_it_writes_anything():
     assert restart > at and set(tasks[restart]["vars"]) == {"sglang_server_restore_unit", "sglang_server_restore_env"}
 
 
+def _calls(tasks):
+    """(role, entry point, when) of each include_role in `tasks`, blocks flattened in order."""
+    out = []
+    for t in tasks:
+        if "block" in t:
+            out += _calls(t["block"])
+        elif "ansible.builtin.include_role" in t:
+            call = t["ansible.builtin.include_role"]
+            out.append((call["name"], call.get("tasks_from"), t.get("when")))
+        elif "ansible.builtin.include_tasks" in t:
+            out.append(("", t["ansible.builtin.include_tasks"], t.get("when")))
+    return out
+
+
 def test_rollback_checks_before_the_host_leaves_the_gateway():
+    """rollback.yml is the rollout's turn with action restore (roles/sglang_rollout): the release
+    and its generation are checked before the host leaves any gateway, then restored."""
     tasks = tasks_of("playbooks/rollback.yml")[0]["tasks"]
-    roles = [(t["ansible.builtin.include_role"]["name"], t["ansible.builtin.include_role"].get("tasks_from"))
-             for t in tasks]
-    assert roles[:3] == [("sglang_release", "check"), ("sglang_gateway", "drain"), ("sglang_release", "restore")]
+    assert [(c[0], c[1]) for c in _calls(tasks)] == [("sglang_rollout", None)]
+    assert tasks[0]["vars"]["sglang_rollout_action"] == "restore"
+    turn = [(role, entry) for role, entry, _ in _calls(tasks_of("roles/sglang_rollout/tasks/main.yml"))]
+    check, drain = turn.index(("sglang_release", "check")), turn.index(("sglang_gateway", "drain"))
+    assert check < drain < turn.index(("", "{{ sglang_rollout_action }}.yml"))
+    restore = [(role, entry) for role, entry, _ in _calls(tasks_of("roles/sglang_rollout/tasks/restore.yml"))]
+    assert restore[0] == ("sglang_release", "restore")
