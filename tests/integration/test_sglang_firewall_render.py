@@ -27,12 +27,13 @@ HOSTS = {"production": "gpu-node-01.example.invalid", "local": "sglang-local-1"}
 # would be this machine's SSH client, if any); localhost resolves here through getent as on a host.
 CASES = {
     "production": ("production", {}),
-    # the local monitoring group's host (the demo's Prometheus) is named like its container, which
-    # resolves only on the containers' network: an ansible_host for every host stands in (the
-    # rendering host's local connection ignores it)
+    # the local monitoring and gateway groups' hosts (the demo's Prometheus and smg) are named like
+    # their containers, which resolve only on the containers' network: an ansible_host for every
+    # host stands in (the rendering host's local connection ignores it)
     "local-enabled": ("local", {"sglang_firewall_enabled": True, "sglang_firewall_allow": ["172.17.0.1"],
                                 "ansible_host": "10.88.0.2"}),
-    "local-nobody": ("local", {"sglang_firewall_enabled": True, "sglang_firewall_monitoring_group": "no_such_group"}),
+    "local-nobody": ("local", {"sglang_firewall_enabled": True, "sglang_firewall_monitoring_group": "no_such_group",
+                               "sglang_firewall_gateway_group": "no_such_group"}),
     "production-gateway-drop": ("production", {
         "sglang_firewall_action": "drop",
         "sglang_firewall_extra_ports": [30001], "sglang_firewall_allow_monitoring": ["10.9.0.0/24", "fd00::9"],

@@ -59,7 +59,7 @@ def test_files_are_written_and_promtool_accepts_them(rendered):
 
 
 def test_every_sglang_host_is_scraped_with_sglang_verifys_flag_hash(rendered):
-    _, _, args_file, names, out_dir, _ = rendered
+    which, _, args_file, names, out_dir, _ = rendered
     with open(os.path.join(ROOT, "inventories", args_file), encoding="utf-8") as handle:
         args = yaml.safe_load(handle)["sglang_server_args"]
     # production's model-path names the revision model_files puts in place (model.yml beside it)
@@ -74,7 +74,12 @@ def test_every_sglang_host_is_scraped_with_sglang_verifys_flag_hash(rendered):
     assert [s["targets"] for s in statics] == [["%s:%s" % (n, args["port"])] for n in names]
     assert {s["labels"]["flag_hash"] for s in statics} == {model.flag_hash(model.normalize_args(args))}
     assert [s["targets"] for s in jobs["node"]["static_configs"]] == [["%s:9100" % n] for n in names]
-    assert "smg" not in jobs and "dcgm" not in jobs  # no gateway host in the inventory, DCGM off
+    assert "dcgm" not in jobs  # DCGM off
+    if which == "local":  # the demo's gateway host (inventories/local/hosts.yml), by name on its network
+        assert jobs["smg"]["static_configs"] == [{"targets": ["sglang-gateway:29000"],
+                                                  "labels": {"gateway": "sglang-gateway"}}]
+    else:
+        assert "smg" not in jobs  # no gateway host in the production inventory as shipped
 
 
 def test_thresholds_follow_each_inventory(rendered):
