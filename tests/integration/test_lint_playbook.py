@@ -4,6 +4,7 @@ The inventory's hosts are *.invalid names: any connection attempt would make the
 so these runs also show that the lint never touches a host.
 """
 
+import json
 import os
 import re
 import shutil
@@ -90,6 +91,20 @@ def test_production_inventory_as_shipped_fails_naming_the_unpinned_revision():
     assert "HfApi().model_info('nvidia/Qwen3.5-397B-A17B-NVFP4').sha" in text
     assert "https://huggingface.co/nvidia/Qwen3.5-397B-A17B-NVFP4/commits/main" in text
     assert "unreachable=0" in out and "unreachable=1" not in out
+
+
+@pytest.mark.parametrize("tags", [["--tags", "rollout"], ["--tags", "firewall"]])
+def test_deploy_under_any_tag_refuses_a_bad_input_before_any_host_is_contacted(tags):
+    """The lint runs under every --tags (the tag an operator rolls a flag change with included):
+    a unit name that would be read as an option and a wildcard bind smuggled in a list are
+    refused, naming host and variable, before the hosts' facts are gathered."""
+    bad = {"sglang_server_service_name": "--help", "model_files_revision": PINNED}
+    rc, out = run_lint("-l", "blackwell", "-e", makefile_lint_extra_vars(), "-e", json.dumps(bad), *tags,
+                       playbook=os.path.join(ROOT, "deploy.yml"))
+    text = flat(out)
+    assert rc != 0
+    assert "gpu-node-01.example.invalid" in text and "sglang_server_service_name" in text, text[-3000:]
+    assert "unreachable=1" not in out and "Gather the minimal facts" not in out
 
 
 @pytest.mark.parametrize("tags", [[], ["--tags", "rollout"], ["--tags", "install"]])
