@@ -203,12 +203,15 @@ def look(gateway, p):
 
 def run(gateways, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=read_in_flight):
     """Apply p["state"] on every gateway of ``gateways`` ([(url, Gateway)], the hosts of
-    sglang_gateway_urls; unless check_mode) and return one result: removed from every gateway
-    before the worker is drained once; added to every gateway, each waited on until it routes to
-    it; the listings combined (sglang_gateway_listing.combine)."""
+    sglang_gateway_urls; unless check_mode) and return one result: the change is sent to every
+    gateway first, then each is waited on (the gateways apply it at the same time: smg keeps a
+    removed worker draining for its settle time); removed from every gateway before the worker is
+    drained once; added to every gateway, each waited on until it routes to it; the listings
+    combined (sglang_gateway_listing.combine)."""
     if p["state"] == "listed":
         return listed(gateways, p, clock, sleep)
-    results = [run_one(gateway, dict(p, gateway_url=url), check_mode, clock, sleep) for url, gateway in gateways]
+    waits = [start_one(gateway, dict(p, gateway_url=url), check_mode, clock, sleep) for url, gateway in gateways]
+    results = [wait() for wait in waits]
     res = dict(results[0], gateway_url=[url for url, _ in gateways], changed=any(r["changed"] for r in results),
                worker_ids={url: r["worker_id"] for (url, _), r in zip(gateways, results)},
                **combine([(url, r["workers"]) for (url, _), r in zip(gateways, results)]))
@@ -219,29 +222,34 @@ def run(gateways, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=re
     return res
 
 
-def run_one(gateway, p, check_mode, clock, sleep):
-    """One gateway: look, decide, and (unless check_mode) remove the worker from it (no drain:
-    run() drains once every gateway dropped it) or add it and wait until it routes to it."""
+def start_one(gateway, p, check_mode, clock, sleep):
+    """One gateway: look, decide, and (unless check_mode) send the removal or the addition; the
+    wait for it is returned (a function that gives the gateway's result), so that every gateway
+    gets its change before any is waited on. No drain: run() drains once every gateway dropped it."""
     res, worker = look(gateway, p)
     where = "gateway %s" % p["gateway_url"]
     action = decide(p["state"], worker)
     if action is None:
         res["msg"] = "%s %s" % (p["worker_url"], "is not in %s: nothing to remove" % where if p["state"] == "absent"
                                 else "is in %s, healthy and ready" % where)
-        return res
+        return lambda: res
     if action == "wait_healthy":
         # listed already (smg answers 409 to a second POST): only the wait, no change of ours
-        return add_and_wait(gateway, p, res, clock, sleep, post=False)
+        return lambda: add_and_wait(gateway, p, res, clock, sleep, post=False)
     res["changed"] = True
     if check_mode:
         res["msg"] = ("would remove %s (id %s) from %s and drain it" % (p["worker_url"], worker["id"], where)
                       if p["state"] == "absent" else "would add %s to %s" % (p["worker_url"], where))
-        return res
+        return lambda: res
     if p["state"] == "absent":
-        return remove(gateway, p, res, worker, clock, sleep)
-    if action == "wait_gone_then_add":
-        wait_gone(gateway, p, clock, sleep)
-    return add_and_wait(gateway, p, res, clock, sleep)
+        t0, load = clock(), worker.get("load")
+        if worker["status"] != DRAINING:
+            gateway.remove(worker["id"])
+        return lambda: removed(gateway, p, res, t0, load, clock, sleep)
+    if action == "wait_gone_then_add":  # smg refuses a second POST while the old entry drains
+        return lambda: (wait_gone(gateway, p, clock, sleep), add_and_wait(gateway, p, res, clock, sleep))[1]
+    posted = (clock(), gateway.add(p["worker_url"].rstrip("/"), p.get("worker_api_key")))
+    return lambda: add_and_wait(gateway, p, res, clock, sleep, posted=posted)
 
 
 def listed(gateways, p, clock, sleep):
@@ -283,11 +291,8 @@ def wait_gone(gateway, p, clock, sleep):
     return workers
 
 
-def remove(gateway, p, res, worker, clock, sleep):
-    t0 = clock()
-    load_at_removal = worker.get("load")
-    if worker["status"] != DRAINING:
-        gateway.remove(worker["id"])
+def removed(gateway, p, res, t0, load_at_removal, clock, sleep):
+    """After the removal was sent (at t0): wait until the gateway no longer lists the worker."""
     res.update(summary(wait_gone(gateway, p, clock, sleep)))
     res["msg"] = "removed %s from gateway %s (its load was %s; gone from its listing after %s s)" % (
         p["worker_url"], p["gateway_url"], load_at_removal, round(clock() - t0, 2))
@@ -310,10 +315,15 @@ def drain_worker(p, clock, sleep, read):
     return out
 
 
-def add_and_wait(gateway, p, res, clock, sleep, post=True):
+def add_and_wait(gateway, p, res, clock, sleep, post=True, posted=None):
+    """Add the worker (unless ``post`` is false, or ``posted``: (time, job id) of an addition sent
+    already) and wait until the gateway lists it healthy and ready."""
     worker_url = p["worker_url"]
-    t0 = clock()
-    job_id = gateway.add(worker_url.rstrip("/"), p.get("worker_api_key")) if post else None
+    if posted is not None:
+        t0, job_id = posted
+    else:
+        t0 = clock()
+        job_id = gateway.add(worker_url.rstrip("/"), p.get("worker_api_key")) if post else None
     ok, workers, worker = wait_listing(gateway, worker_url, p["timeout"], p["poll_interval"], serving, clock, sleep)
     res.update(summary(workers))
     res["worker_id"] = worker["id"] if worker else None

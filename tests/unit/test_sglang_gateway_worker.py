@@ -285,3 +285,22 @@ def test_listed_waits_until_the_floor_holds_in_every_gateway():
     res = m.run([("a", first), ("b", second)], params(state="listed", worker_url=None, wait_healthy=2),
                 False, clock, clock.sleep)
     assert res["enough"] and res["healthy"] == 2 and second.calls == 3 and "2 gateways" in res["msg"]
+
+
+def test_every_gateway_gets_its_change_before_any_is_waited_on():
+    """The removal (and the addition) goes to both gateways first; the waits follow, so the two
+    gateways' settle times overlap instead of adding up (the first gateway is polled again only
+    after the second got its DELETE)."""
+    first = FakeGateway(workers("get-workers-two-healthy.json"), drain_polls=4)
+    second = FakeGateway(workers("get-workers-two-healthy.json"), drain_polls=4)
+    order = []
+    for name, gw in (("first", first), ("second", second)):
+        remove, listing = gw.remove, gw.workers
+        gw.remove = lambda worker_id, r=remove, n=name: (order.append(n + " DELETE"), r(worker_id))[1]
+        gw.workers = lambda l=listing, n=name: (order.append(n + " GET"), l())[1]
+    clock = Clock()
+    m.run([("http://gw:30080", first), (GW2, second)], params(), False, clock, clock.sleep, lambda url, t: (0, ""))
+    assert order.index("second DELETE") < order.index("first GET", order.index("first DELETE")), order
+    first, second = FakeGateway(workers("get-workers-one.json")), FakeGateway(workers("get-workers-one.json"))
+    res = m.run([("http://gw:30080", first), (GW2, second)], params(state="present"), False, clock, clock.sleep)
+    assert first.calls[1].startswith("POST") and second.calls[1].startswith("POST") and res["healthy"] == 2
