@@ -35,6 +35,7 @@ STEP_PREFIX = "Rollout | "
 STEPS = (
     ("Wait until every gateway keeps the floor", "floor"),
     ("Check the release to put back", "check"),
+    ("Remember the release to fall back on", None),
     ("Take the host out of every gateway", "leave"),
     ("Switch the environment", "apply"),
     ("Validate, write, restart once", "apply"),
