@@ -14,25 +14,15 @@ import re
 from pathlib import Path
 
 import yaml
+from test_role_contracts import INCLUDES, _tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 YAML_FILES = [p for pattern in ("*.yml", "playbooks/*.yml", "roles/**/*.yml", "molecule/**/*.yml", "templates/*",
                                 "inventories/**/*.yml")
               for p in sorted(ROOT.glob(pattern)) if ".venv" not in p.parts]
-INCLUDES = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
 LITERAL_GROUP = re.compile(r"""groups\s*(?:\[\s*['"]gateway['"]\s*\]|\.gateway\b|\.get\(\s*['"]gateway['"])"""
                            r"""|^\s*-?\s*hosts:\s*['"]?(?:[^'"\n#]*[:,&!])?gateway(?:[:,&!][^'"\n#]*)?['"]?\s*(?:#.*)?$""",
                            re.M)
-
-
-def _nodes(node):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _nodes(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _nodes(item)
 
 
 def drains_and_rejoins(path: Path):
@@ -42,7 +32,7 @@ def drains_and_rejoins(path: Path):
     except yaml.YAMLError:
         return []
     found = []
-    for node in _nodes(doc):
+    for node in _tasks(doc):
         for key in INCLUDES:
             call = node.get(key)
             if isinstance(call, dict) and call.get("name") in ("sglang_gateway", "sglang.deploy.sglang_gateway") \
