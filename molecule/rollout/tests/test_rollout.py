@@ -245,36 +245,14 @@ def fixture_on_new_revision(fleet, hub):
     return revision
 
 
-def test_rollback_returns_to_the_previous_model_revision_which_stays_while_a_release_names_it(on_new_revision):
-    """From every host on a new model revision, rollback.yml puts host 1 back on the release
-    before it, with the previous revision, which no run removed; the other hosts keep serving
-    the new one. A model_files run with keep 0 then removes nothing: the new revision is neither
-    put in place nor named by the unit of the rolled-back host, but the release rolled back from
-    still names it."""
-    first, others, old, new = HOSTS[0], HOSTS[1:], TINY_MODEL.rsplit("/", 1)[-1], on_new_revision
-    pids = {h: unit_state(h)[0] for h in others}
-    _, out, took = playbook("playbooks/rollback.yml", {}, args=("-l", first))
-    # the restored release judged against its own quality reference, which came back with it
-    assert len(re.findall(r"quality +same: top-1 1\.0,", out)) == 1, out[-3000:]
-    assert unit_text(first) == new["before"][first] and ask(ip_of(first)) == "OK", out[-3000:]
-    for h in others:
-        assert f"--model-path {new['dir']}" in unit_text(h) and ask(ip_of(h)) == "OK"
-        assert unit_state(h)[0] == pids[h], f"{h} was restarted by a rollback of {first}"
-    kept = revisions(first)
-    assert {old, new["sha"]} <= set(kept), kept
-    _, out, _ = deploy({"model_files_keep_revisions": 0}, args=("-l", first, "--tags", "model_files"))
-    assert "TASK [model_files : Choose the revisions of this model that nothing uses" in out, out[-3000:]
-    assert revisions(first) == kept, out[-3000:]
-    figure(f"rollback.yml of the model revision change on 1 host: {took:.0f} s")
-
-
 def test_a_rollback_whose_gate_fails_goes_back_and_rejoins_both_gateways(on_new_revision):
     """The release a rollback puts back on host 1 fails its gate (its stored quality reference
     no longer matches what it answers: every logprob shifted by 1.0 on the host): rollback.yml
     fails, host 1 goes back to the release it started from (the new revision), is confirmed
     against that release's own reference and rejoins both gateways; clients sending through
     the gateways meanwhile see no failure. Nothing is drained silently: the failure says where
-    the host is."""
+    the host is. Before the plain rollback in the file: it ends where it starts (every host on the
+    new revision), so both reuse the state the gateway test leaves instead of a new rollout of it."""
     first, new = HOSTS[0], on_new_revision
     state = json.loads(sh(first, "cat /etc/ansible/facts.d/sglang_release.fact"))
     reference = f"/var/lib/sglang-deploy/releases/{state['previous']}/quality.json"
@@ -304,6 +282,29 @@ def test_a_rollback_whose_gate_fails_goes_back_and_rejoins_both_gateways(on_new_
     figure(f"rollback.yml whose gate fails (1 host, 2 gateways): back on the release it started from, confirmed and "
            f"in both gateways in {took:.0f} s; {len(gateway.requests)} questions and {len(gateway.long)} long "
            f"generations through the gateways, {len(gateway.failed())} failed or cut")
+
+
+def test_rollback_returns_to_the_previous_model_revision_which_stays_while_a_release_names_it(on_new_revision):
+    """From every host on a new model revision, rollback.yml puts host 1 back on the release
+    before it, with the previous revision, which no run removed; the other hosts keep serving
+    the new one. A model_files run with keep 0 then removes nothing: the new revision is neither
+    put in place nor named by the unit of the rolled-back host, but the release rolled back from
+    still names it."""
+    first, others, old, new = HOSTS[0], HOSTS[1:], TINY_MODEL.rsplit("/", 1)[-1], on_new_revision
+    pids = {h: unit_state(h)[0] for h in others}
+    _, out, took = playbook("playbooks/rollback.yml", {}, args=("-l", first))
+    # the restored release judged against its own quality reference, which came back with it
+    assert len(re.findall(r"quality +same: top-1 1\.0,", out)) == 1, out[-3000:]
+    assert unit_text(first) == new["before"][first] and ask(ip_of(first)) == "OK", out[-3000:]
+    for h in others:
+        assert f"--model-path {new['dir']}" in unit_text(h) and ask(ip_of(h)) == "OK"
+        assert unit_state(h)[0] == pids[h], f"{h} was restarted by a rollback of {first}"
+    kept = revisions(first)
+    assert {old, new["sha"]} <= set(kept), kept
+    _, out, _ = deploy({"model_files_keep_revisions": 0}, args=("-l", first, "--tags", "model_files"))
+    assert "TASK [model_files : Choose the revisions of this model that nothing uses" in out, out[-3000:]
+    assert revisions(first) == kept, out[-3000:]
+    figure(f"rollback.yml of the model revision change on 1 host: {took:.0f} s")
 
 
 @pytest.mark.usefixtures("known_good")
