@@ -110,6 +110,16 @@ class RolloutSteps:
         return out
 
 
+def _data(result):
+    """A callback result's dict (ansible-core 2.19: result.result; before: result._result)."""
+    data = getattr(result, "result", None)
+    return data if isinstance(data, dict) else (getattr(result, "_result", {}) or {})
+
+
+def _host(result):
+    return (getattr(result, "host", None) or result._host).get_name()
+
+
 class CallbackModule(DefaultCallback):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
@@ -120,10 +130,7 @@ class CallbackModule(DefaultCallback):
         self.rollout = RolloutSteps()
 
     def v2_runner_retry(self, result):
-        data = getattr(result, "result", None)
-        if not isinstance(data, dict):
-            data = getattr(result, "_result", {}) or {}
-        host = (getattr(result, "host", None) or result._host).get_name()
+        data, host = _data(result), _host(result)
         task = getattr(result, "task", None) or getattr(result, "_task", None)
         if task is not None and getattr(self, "_last_task_banner", None) != getattr(task, "_uuid", None):
             self._print_task_banner(task)  # the banner first, as for a result (it is printed lazily)
@@ -138,12 +145,9 @@ class CallbackModule(DefaultCallback):
         super().v2_playbook_on_task_start(task, is_conditional)
 
     def _ran(self, result):
-        host = (getattr(result, "host", None) or result._host).get_name()
+        host = _host(result)
         self.rollout.host_ran(host)
-        data = getattr(result, "result", None)
-        if not isinstance(data, dict):
-            data = getattr(result, "_result", {}) or {}
-        self.rollout.result(host, data.get("ansible_facts"))
+        self.rollout.result(host, _data(result).get("ansible_facts"))
 
     def v2_runner_on_ok(self, result):
         self._ran(result)

@@ -191,14 +191,17 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listi
 )
 
 
+def skeleton(gateway_url, worker_url=None, worker_id=None, **listing):
+    """The module's result before anything is done: nothing changed or drained yet."""
+    return dict(changed=False, worker_url=worker_url, gateway_url=gateway_url, worker_id=worker_id, drained=False,
+                drain_seconds=0.0, in_flight_at_removal=None, **listing)
+
+
 def look(gateway, p):
     """The gateway's listing now: (result skeleton, the listed worker or None)."""
     workers = gateway.workers()
     worker = find_worker(workers, p["worker_url"]) if p.get("worker_url") else None
-    res = dict(changed=False, worker_url=p.get("worker_url"), gateway_url=p["gateway_url"],
-               worker_id=worker["id"] if worker else None, drained=False, drain_seconds=0.0,
-               in_flight_at_removal=None, **summary(workers))
-    return res, worker
+    return skeleton(p["gateway_url"], p.get("worker_url"), worker["id"] if worker else None, **summary(workers)), worker
 
 
 def run(gateways, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=read_in_flight):
@@ -264,8 +267,7 @@ def listed(gateways, p, clock, sleep):
     def others(listing):
         return sum(1 for w in listing["workers"] if w["healthy"] and normalize_url(w["url"]) not in excluded)
 
-    res = dict(changed=False, worker_url=None, gateway_url=[url for url, _ in gateways], worker_id=None,
-               drained=False, drain_seconds=0.0, in_flight_at_removal=None, **read_all())
+    res = skeleton([url for url, _ in gateways], **read_all())
     wanted = p.get("wait_healthy") or 0
     while others(res) < wanted and clock() - t0 < p["timeout"]:
         sleep(max(p["poll_interval"], 1.0))
