@@ -1,0 +1,159 @@
+"""The fleet heals itself between changes, with nobody running Ansible (roles/sglang_watchdog,
+docs/operations.md "Healing"): each host's liveness watchdog (a timer, every 5 s on the local
+inventory, a restart after 3 failed probes in a row while no token moved) takes a hung server out
+of both gateways, restarts it and puts it back once it generates; a held host (a rollout's turn)
+is left alone; a gateway that restarted and forgot its workers gets them back; a long generation
+is not a hang. Starts from every host serving a configuration deployed on purpose (conftest.py:
+`known_good`) and leaves every host serving and listed in both gateways.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, sh, unit_state
+from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAYS, GatewayTraffic, wait_for_listing, worker_url
+
+testinfra_hosts = ["molecule-rollout-1"]
+
+HOSTS = ["molecule-rollout-1", "molecule-rollout-2", "molecule-rollout-3"]
+HUNG = HOSTS[2]
+EVERY_HOST_HEALTHY = {worker_url(h): True for h in HOSTS}
+# the local inventory's watchdog: 5 s runs, 3 failures; a warm start takes about 20 s
+# (docs/figures.md): out of the gateways within 40 s, back within 120 s
+OUT_WITHIN_S = 40
+BACK_WITHIN_S = 120
+
+
+def watchdog_state(host):
+    return json.loads(sh(host, "sglang-watchdog status"))["state"] or {}
+
+
+def main_pid(host):
+    return unit_state(host)[0]
+
+
+def wait(what, check, timeout, period=0.5):
+    """Seconds until check() holds, polled every `period`; fails naming `what` past `timeout`."""
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < timeout, f"{what}: not within {timeout} s"
+        time.sleep(period)
+    return time.monotonic() - start
+
+
+def listed_in_no_gateway(traffic, host):
+    return all(worker_url(host) not in listed for listed in traffic.listings_now().values())
+
+
+@pytest.mark.usefixtures("known_good")
+def test_a_hung_server_leaves_both_gateways_is_restarted_and_rejoins_while_clients_are_served():
+    """kill -STOP of the server's main process (HTTP and tokenizer: the unit stays `active
+    (running)` and systemd restarts nothing). Requests through the gateways go on; only those
+    sent before the host left the gateways may fail (in flight on the hung server)."""
+    assert sh(HUNG, "systemctl is-active sglang-watchdog.timer") == "active"
+    before = watchdog_state(HUNG).get("restarts_total", 0)
+    pid = main_pid(HUNG)
+    with GatewayTraffic(HOSTS) as traffic:
+        wait_for_listing(traffic, "every host healthy", lambda seen: seen == EVERY_HOST_HEALTHY)
+        time.sleep(2)
+        hung_at = time.monotonic()
+        sh(HUNG, f"kill -STOP {pid}")
+        out_s = wait("the hung host out of both gateways", lambda: listed_in_no_gateway(traffic, HUNG), OUT_WITHIN_S)
+        left_at = time.monotonic()
+        restart_s = wait("a new server process", lambda: main_pid(HUNG) not in (0, pid), 60)
+        back_s = wait("the host back in both gateways",
+                      lambda: traffic.listing() == EVERY_HOST_HEALTHY, BACK_WITHIN_S, period=1)
+        time.sleep(3)
+    state = watchdog_state(HUNG)
+    assert state["restarts_total"] == before + 1, state
+    assert not state["out"] and not state["given_up"], state
+    incidents = sh(HUNG, "ls /var/lib/sglang-watchdog/incidents/ | tail -n 1")
+    assert "sglang" in sh(HUNG, f"cat /var/lib/sglang-watchdog/incidents/{incidents}/journal.txt")
+    prom = sh(HUNG, "cat /var/lib/prometheus/node-exporter/sglang_watchdog.prom")
+    assert f'sglang_watchdog_restarts_total{{service="sglang"}} {before + 1}' in prom, prom
+    failed = traffic.failed()
+    sent_late = [(t, err) for t, ok, err in traffic.requests if not ok and t > left_at]
+    cut_late = [(s, err) for s, _, _, err in traffic.long if err and s > left_at]
+    assert not sent_late and not cut_late, f"requests sent after the hung host left the gateways failed: {sent_late + cut_late}"
+    in_flight = [(round(t - hung_at, 1), err) for t, err in failed]
+    figure(f"liveness watchdog (5 s runs, 3 failures), kill -STOP of the server: out of both gateways {out_s:.0f} s "
+           f"after the hang, new process {out_s + restart_s:.0f} s, back in both gateways {out_s + restart_s + back_s:.0f} s; "
+           f"through the gateways {len(traffic.requests)} questions and {len(traffic.long)} long generations, "
+           f"{len(failed)} failed, all sent before the host left (in flight on the hung server): {in_flight[:5]}")
+
+
+@pytest.mark.usefixtures("known_good")
+def test_a_held_host_is_left_alone_even_when_hung():
+    """A rollout's turn holds the watchdog (roles/sglang_rollout, tasks_from: hold): a server
+    stopped during it is neither restarted nor taken out by the watchdog."""
+    host = HOSTS[1]
+    pid = main_pid(host)
+    before = watchdog_state(host).get("restarts_total", 0)
+    sh(host, "sglang-watchdog hold --for 0 --reason test")
+    try:
+        sh(host, f"kill -STOP {pid}")
+        time.sleep(30)  # six runs: twice the failures that restart an unheld host
+        assert main_pid(host) == pid
+        assert watchdog_state(host).get("restarts_total", 0) == before
+        assert 'sglang_watchdog_held{service="sglang"} 1' in sh(host, "cat /var/lib/prometheus/node-exporter/sglang_watchdog.prom")
+    finally:
+        sh(host, f"kill -CONT {pid}")
+        assert sh(host, "sglang-watchdog release") == "released"
+    with GatewayTraffic(HOSTS) as traffic:
+        wait_for_listing(traffic, "every host healthy", lambda seen: seen == EVERY_HOST_HEALTHY, timeout=BACK_WITHIN_S)
+
+
+@pytest.mark.usefixtures("known_good")
+def test_a_gateway_that_restarted_gets_every_worker_back_without_ansible():
+    """smg keeps no worker across its restart (roles/sglang_gateway/README.md): each host's
+    watchdog finds itself missing and registers again, with its key."""
+    gateway = GATEWAYS[0]
+    sh(gateway, "systemctl restart smg")
+    with GatewayTraffic(HOSTS) as traffic:
+        took = wait("every worker back in the restarted gateway", lambda: _listing_ok(traffic), 90, period=1)
+    figure(f"a gateway restart (smg forgets its workers): every host listed healthy again {took:.0f} s later, "
+           "registered by its own watchdog")
+
+
+def _listing_ok(traffic):
+    try:
+        return traffic.listing() == EVERY_HOST_HEALTHY
+    except OSError:
+        return False
+
+
+@pytest.mark.usefixtures("known_good")
+def test_a_long_generation_is_not_a_hang():
+    """Generations that keep the server busy for several watchdog runs: every probe is answered
+    or sees tokens move, so nothing is counted, nothing restarted."""
+    host = HOSTS[0]
+    pid, before = main_pid(host), watchdog_state(host).get("restarts_total", 0)
+    since = sh(host, "date +%s")
+    body = json.dumps({"model": "tiny-qwen2", "temperature": 0, "max_tokens": 1500, "ignore_eos": True,
+                       "messages": [{"role": "user", "content": "Count slowly."}]}).encode()
+    took = []
+
+    def generate():
+        req = urllib.request.Request(f"http://{ip_of(host)}:30000/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        start = time.monotonic()
+        with urllib.request.urlopen(req, timeout=300) as resp:
+            resp.read()
+        took.append(time.monotonic() - start)
+
+    threads = [threading.Thread(target=generate) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(took) == 8 and max(took) > 10, f"the generations did not keep the server busy for two runs: {took}"
+    assert main_pid(host) == pid and watchdog_state(host).get("restarts_total", 0) == before
+    journal = sh(host, f"journalctl -u sglang-watchdog --since @{since} --no-pager -o cat")
+    assert "probe failed" not in journal, journal[-2000:]
+    figure(f"8 generations of 1500 tokens at once on one host, {max(took):.0f} s: no watchdog probe counted a failure")

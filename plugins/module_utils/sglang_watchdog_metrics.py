@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# The liveness watchdog's figures as a node_exporter textfile (Prometheus' text exposition), read
+# by the alert rules of roles/sglang_monitoring (docs/monitoring.md). Written by
+# roles/sglang_watchdog/files/sglang-watchdog after every run. Tested by
+# tests/unit/test_sglang_watchdog.py.
+"""The watchdog's state as Prometheus text."""
+
+METRICS = (
+    ("sglang_watchdog_last_run_timestamp_seconds", "gauge", "Unix time of the watchdog's last run."),
+    ("sglang_watchdog_healthy", "gauge", "1 when the last generation probe passed."),
+    ("sglang_watchdog_consecutive_failures", "gauge", "Failed probes in a row that counted (no token moved)."),
+    ("sglang_watchdog_restarts_total", "counter", "Restarts the watchdog issued."),
+    ("sglang_watchdog_last_restart_timestamp_seconds", "gauge", "Unix time of the last restart it issued, 0 before any."),
+    ("sglang_watchdog_held", "gauge", "1 while a rollout (or a failed one) holds the host: the watchdog does nothing."),
+    ("sglang_watchdog_listed", "gauge", "1 when this gateway lists the host's worker serving."),
+    ("sglang_watchdog_given_up", "gauge", "1 while the watchdog stopped restarting the host and keeps it out."),
+)
+
+
+def _escape(value):
+    return str(value).replace("\\", "\\\\").replace("\n", " ").replace('"', '\\"')
+
+
+def _labels(labels):
+    return "{%s}" % ",".join('%s="%s"' % (k, _escape(v)) for k, v in labels)
+
+
+def render(service, state, now, healthy, held, listed):
+    """The textfile: `listed` maps each gateway URL to True/False (absent: no gateway)."""
+    base = (("service", service),)
+    values = {
+        "sglang_watchdog_last_run_timestamp_seconds": [(base, now)],
+        "sglang_watchdog_healthy": [(base, 1 if healthy else 0)],
+        "sglang_watchdog_consecutive_failures": [(base, state.get("failures", 0))],
+        "sglang_watchdog_restarts_total": [(base, state.get("restarts_total", 0))],
+        "sglang_watchdog_last_restart_timestamp_seconds": [(base, state.get("restarted_at") or 0)],
+        "sglang_watchdog_held": [(base, 1 if held else 0)],
+        "sglang_watchdog_listed": [(base + (("gateway", url),), 1 if ok else 0) for url, ok in sorted(listed.items())],
+        "sglang_watchdog_given_up": [],
+    }
+    given_up = state.get("given_up")
+    if given_up:
+        values["sglang_watchdog_given_up"] = [
+            (base + (("reason", given_up.get("reason", "")), ("detail", given_up.get("detail", "")[:160])), 1)]
+    lines = []
+    for name, kind, text in METRICS:
+        if not values[name]:
+            continue
+        lines += ["# HELP %s %s" % (name, text), "# TYPE %s %s" % (name, kind)]
+        lines += ["%s%s %s" % (name, _labels(labels), _number(value)) for labels, value in values[name]]
+    return "\n".join(lines) + "\n"
+
+
+def _number(value):
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)

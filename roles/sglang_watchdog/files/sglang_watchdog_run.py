@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+# Installed by roles/sglang_watchdog in /usr/local/lib/sglang-watchdog, beside the module_utils it
+# imports (found through PYTHONPATH, set by /usr/local/sbin/sglang-watchdog); run by the timer
+# sglang-watchdog.timer (`run`) and by the rollout (`hold`, `release`). It reads the host (the
+# unit, a generation probe, the token counter of /metrics, every gateway's listing, the kernel
+# log), lets plugins/module_utils/sglang_watchdog.py decide, carries out what it decided and keeps
+# the state in <state_dir>/state.json. Its config (/etc/sglang-watchdog/config.json, root 0600)
+# holds keys: nothing here prints it. HTTP, /metrics and the gateway's API are the project's own
+# module_utils, installed beside this file (roles/sglang_watchdog/tasks/main.yml).
+"""sglang-watchdog: the liveness watchdog of one SGLang unit (docs/operations.md, Healing)."""
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_watchdog as wd
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_api import Gateway, GatewayError
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listing import find_worker, serving
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import request
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prometheus import parse_prometheus_sums
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_watchdog_metrics import render
+
+CONFIG = "/etc/sglang-watchdog/config.json"
+PROGRESS = ("sglang:realtime_tokens_total", "sglang:prompt_tokens_total", "sglang:generation_tokens_total")
+
+
+def log(text):
+    print("sglang-watchdog: " + text, flush=True)
+
+
+def sh(argv, timeout=30):
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        return done.returncode, done.stdout + done.stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, str(exc)
+
+
+def write_json(path, data, mode=0o600):
+    tmp = path + ".tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "w") as out:
+        json.dump(data, out, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def read_json(path):
+    try:
+        with open(path) as src:
+            return json.load(src)
+    except (OSError, ValueError):
+        return None
+
+
+class Host:
+    """What the watchdog reads and does on its host."""
+
+    def __init__(self, config):
+        self.c = config
+        self.gateways = [Gateway(u, config.get("gateway_admin_key") or None) for u in config.get("gateways", [])]
+
+    def unit(self):
+        _, out = sh(["systemctl", "show", self.c["service"], "-p", "ActiveState",
+                     "-p", "MainPID", "-p", "ActiveEnterTimestampMonotonic"])
+        props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        age = time.monotonic() - int(props.get("ActiveEnterTimestampMonotonic") or 0) / 1e6
+        return props.get("ActiveState", "unknown"), int(props.get("MainPID") or 0), time.time() - age
+
+    def probe(self):
+        """(ok, answered_but_refused, why) of one generation through the local endpoint."""
+        headers = {"Authorization": "Bearer " + self.c["api_key"]} if self.c.get("api_key") else {}
+        start = time.monotonic()
+        status, text = request(self.c["probe_url"], None, "GET", headers, float(self.c["probe_timeout"]))
+        took = time.monotonic() - start
+        if status == 200:
+            return True, False, "answered in %.1f s" % took
+        why = ("no answer in %.0f s (%s)" % (took, text[:120])) if status == 0 else "HTTP %s" % status
+        return False, status in (401, 403), why
+
+    def progress(self):
+        status, text = request(self.c["metrics_url"], None, "GET", {"Accept": "text/plain"}, 10.0)
+        if status != 200:
+            return None
+        sums = parse_prometheus_sums(text, PROGRESS)
+        values = [v for v in sums.values() if v is not None]
+        return sum(values) if values else None
+
+    def listings(self):
+        """{gateway url: the worker as it lists it, or None}; a gateway that does not answer is left out."""
+        seen = {}
+        for gw in self.gateways:
+            try:
+                seen[gw.url] = find_worker(gw.workers(), self.c["worker_url"])
+            except GatewayError as exc:
+                log("gateway %s: %s" % (gw.url, str(exc)[:200]))
+        return seen
+
+    def remove(self, seen):
+        for gw in self.gateways:
+            worker = seen.get(gw.url)
+            if worker is not None:
+                try:
+                    gw.remove(worker["id"])
+                    log("removed %s from gateway %s" % (self.c["worker_url"], gw.url))
+                except GatewayError as exc:
+                    log("could not remove from %s: %s" % (gw.url, str(exc)[:200]))
+
+    def add(self, seen):
+        for gw in self.gateways:
+            if gw.url in seen and seen[gw.url] is None:
+                try:
+                    gw.add(self.c["worker_url"], self.c.get("worker_api_key") or None)
+                    log("added %s to gateway %s" % (self.c["worker_url"], gw.url))
+                except GatewayError as exc:
+                    log("could not add to %s: %s" % (gw.url, str(exc)[:200]))
+
+    def xid_lines(self, since):
+        _, out = sh(["journalctl", "-k", "-q", "--no-pager", "-o", "cat", "--since", "@%d" % since])
+        return [line for line in out.splitlines() if "NVRM: Xid" in line]
+
+    def pid_state(self, pid):
+        try:
+            with open("/proc/%d/stat" % pid) as src:
+                return src.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError, ValueError):
+            return ""
+
+    def capture(self, now, state):
+        """What an operator needs after the fact: <state_dir>/incidents/<time>/ (root, 0700)."""
+        base = os.path.join(self.c["state_dir"], "incidents")
+        path = os.path.join(base, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)))
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        files = {"journal.txt": ["journalctl", "-u", self.c["service"], "-n", str(self.c["journal_lines"]), "--no-pager"],
+                 "kernel-xid.txt": ["sh", "-c", "journalctl -k -q --no-pager -o short-iso | grep -i 'NVRM: Xid' | tail -n 50"]}
+        if shutil.which("nvidia-smi"):
+            files["nvidia-smi.txt"] = ["nvidia-smi", "-q"]
+        py_spy = self.c.get("py_spy") or shutil.which("py-spy")
+        pids = self.unit_pids()
+        if py_spy and os.path.exists(py_spy):
+            for pid in pids:
+                files["py-spy-%d.txt" % pid] = [py_spy, "dump", "--pid", str(pid)]
+        for name, argv in files.items():
+            _, out = sh(argv, timeout=60)
+            with open(os.open(os.path.join(path, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as dst:
+                dst.write(out)
+        write_json(os.path.join(path, "state.json"), dict(state, pids=pids))
+        for old in sorted(os.listdir(base))[:-int(self.c["keep_incidents"])]:
+            shutil.rmtree(os.path.join(base, old), ignore_errors=True)
+        log("captured the journal, the kernel's Xid lines%s in %s"
+            % (", py-spy dumps" if py_spy else "", path))
+
+    def unit_pids(self):
+        _, out = sh(["systemctl", "show", self.c["service"], "-p", "ControlGroup", "--value"])
+        try:
+            with open("/sys/fs/cgroup%s/cgroup.procs" % out.strip()) as src:
+                return [int(p) for p in src.read().split()]
+        except (OSError, ValueError):
+            return []
+
+    def restart(self):
+        sh(["systemctl", "reset-failed", self.c["service"]])
+        rc, out = sh(["systemctl", "restart", "--no-block", self.c["service"]])
+        log("restart of %s %s" % (self.c["service"], "queued" if rc == 0 else "failed: " + out.strip()))
+
+
+def run(config, host, now):
+    paths = paths_of(config)
+    state = read_json(paths["state"]) or wd.new_state()
+    held = wd.hold_active(read_json(paths["hold"]), now)
+    obs = {"held": held}
+    seen = {}
+    if not held:
+        active, pid, since = host.unit()
+        obs.update(active=active, main_pid=pid, active_since=since)
+        if active == "active":
+            obs["probe_ok"], obs["probe_busy_ok"], obs["probe_why"] = host.probe()
+            obs["progress"] = host.progress()
+        seen = host.listings()
+        obs["listed_everywhere"] = len(seen) == len(host.gateways) and all(serving(w) for w in seen.values())
+        obs["listed_anywhere"] = any(w is not None for w in seen.values())
+        old = int(state.get("restart_pid") or 0)
+        obs["old_pid_alive"] = bool(old and old != pid and os.path.exists("/proc/%d" % old))
+        obs["old_pid_state"] = host.pid_state(old) if obs["old_pid_alive"] else ""
+        if not obs.get("probe_ok") and state.get("failures", 0) + 1 >= config["threshold"]:
+            obs["xid_lines"] = host.xid_lines(now - config["threshold"] * config["interval"] - 60)
+    state, actions = wd.decide(state, obs, config, now)
+    for action in actions:
+        if action == wd.REMOVE:
+            host.remove(seen)
+        elif action == wd.CAPTURE:
+            host.capture(now, state)
+        elif action == wd.RESTART:
+            host.restart()
+        elif action == wd.ADD:
+            host.add(seen)
+    write_json(paths["state"], state)
+    listed = {u: (serving(w) and wd.ADD not in actions and wd.REMOVE not in actions) for u, w in seen.items()}
+    write_textfile(config, render(config["service"], state, now, bool(obs.get("probe_ok")), held, listed))
+    if actions or state.get("note") != "serving":
+        log("%s%s" % (state.get("note"), ("; did: " + ", ".join(actions)) if actions else ""))
+    return 0
+
+
+def write_textfile(config, text):
+    folder = config.get("textfile_dir")
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "sglang_watchdog.prom")
+    tmp = path + ".tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "w") as out:
+        out.write(text)
+    os.replace(tmp, path)
+
+
+def paths_of(config):
+    return {k: os.path.join(config["state_dir"], k + ".json") for k in ("state", "hold")}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="sglang-watchdog", description=__doc__)
+    parser.add_argument("--config", default=CONFIG)
+    sub = parser.add_subparsers(dest="cmd")
+    sub.add_parser("run", help="one run (the timer's)")
+    hold = sub.add_parser("hold", help="do nothing until released or for SECONDS (0: until released)")
+    hold.add_argument("--for", dest="seconds", type=int, default=0)
+    hold.add_argument("--reason", default="held by an operator")
+    sub.add_parser("release", help="end a hold and start afresh (failures, back-off, give-up cleared)")
+    sub.add_parser("reset", help="the same as release")
+    sub.add_parser("status", help="print the state and the hold")
+    args = parser.parse_args(argv)
+    config = read_json(args.config)
+    if config is None:
+        sys.exit("sglang-watchdog: no config at %s (roles/sglang_watchdog writes it)" % args.config)
+    # the gateways, their admin key and this worker's URL and key (roles/sglang_gateway, watch)
+    config.update(read_json(os.path.join(os.path.dirname(args.config), "gateways.json")) or {})
+    os.makedirs(config["state_dir"], mode=0o700, exist_ok=True)
+    paths = paths_of(config)
+    with open(os.path.join(config["state_dir"], "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        now = time.time()
+        if args.cmd == "hold":
+            write_json(paths["hold"], {"reason": args.reason, "until": now + args.seconds if args.seconds else 0})
+            print("held")
+        elif args.cmd in ("release", "reset"):
+            held = os.path.exists(paths["hold"])
+            state = read_json(paths["state"]) or wd.new_state()
+            if held or state.get("given_up"):
+                if held:
+                    os.remove(paths["hold"])
+                # the restart counter keeps counting (a Prometheus counter); the rest starts afresh
+                write_json(paths["state"], dict(wd.new_state(), restarts_total=state.get("restarts_total", 0),
+                                                restarted_at=state.get("restarted_at", 0.0)))
+            print("released" if held or state.get("given_up") else "unchanged")
+        elif args.cmd == "status":
+            print(json.dumps({"state": read_json(paths["state"]), "hold": read_json(paths["hold"])}, indent=1))
+        else:
+            return run(config, Host(config), now)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
