@@ -8,15 +8,20 @@ of sglang_monitoring_hosts and options["gateways"] that of sglang_monitoring_gat
 `smg` group, when there is a gateway host). A threshold that differs between hosts gives one rule per distinct
 value, matching its hosts by the `host` label; a host whose threshold is unknown or off gets no
 such rule. Metric names are those of SGLang 0.5.23's /metrics and smg 1.13.0's
-Prometheus port, as recorded in tests/fixtures, and dcgm-exporter's Xid gauge
+Prometheus port, as recorded in tests/fixtures, dcgm-exporter's Xid gauge and the liveness
+watchdog's textfile (roles/sglang_watchdog, scraped by job node)
 (tests/unit/test_sglang_monitoring_names.py checks every name); why each rule reads what it
 reads: docs/monitoring.md.
 
 Pure function (promtool tests: tests/prometheus/, run by tests/unit/test_sglang_monitoring_rules.py).
 """
 
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_rollout_batches import parse_floor
+
 SG = 'job="sglang"'
 GW = 'job="smg"'
+WD = 'job="node"'
+WD_BY = "host, instance, service"
 GW_BY = "gateway, instance"
 BY = "host, instance"
 _REGEX_SPECIAL = set("\\.+*?()|[]{}^$")
@@ -181,7 +186,29 @@ def gateway_rules(o):
              "smg_router_request_errors_total / smg_router_requests_total over %s is above %s for %s "
              "(by error_type: the gateway's /metrics)." % (o["gateway_error_window"], o["gateway_error_ratio_max"],
                                                           o["gateway_error_for"])),
-    ]
+    ] + floor_rules(o)
+
+
+def floor_rules(o):
+    """SGLangGatewayHealthyWorkersAtFloor: a gateway's healthy workers at or under the rollout's
+    floor (sglang_rollout_min_serving: an int, or "N%" of the workers it lists, rounded up as
+    plugins/module_utils/sglang_rollout_batches.py resolve_floor does); 0 or 0%: no rule."""
+    kind, number = parse_floor(o.get("gateway_floor"))
+    if not number:
+        return []
+    healthy = "count by (%s) (smg_worker_health{%s} == 1)" % (GW_BY, GW)
+    if kind == "pct":
+        floor = "on (%s) ceil(count by (%s) (smg_worker_health{%s}) * %d / 100)" % (GW_BY, GW_BY, GW, number)
+        text = "%d%% of the workers it lists, rounded up" % number
+    else:
+        floor, text = str(number), str(number)
+    return [rule(
+        "SGLangGatewayHealthyWorkersAtFloor", "%s <= %s" % (healthy, floor), o["gateway_floor_for"], "critical",
+        "smg on {{ $labels.gateway }}: healthy workers at the rollout floor",
+        "{{ $value }} healthy worker(s) for %s, at or under the rollout floor (sglang_rollout_min_serving: %s): "
+        "a rollout cannot take a host out (it waits up to sglang_rollout_batch_wait for the floor, then "
+        "refuses), and one more lost worker leaves fewer than the floor serving. Bring hosts back first "
+        "(SGLangWorkerOutOfGateway and SGLangWatchdogGaveUp name them)." % (o["gateway_floor_for"], text))]
 
 
 def gpu_rules(hosts):
@@ -199,13 +226,62 @@ def gpu_rules(hosts):
         "admission refuses it (roles/gpu_admit, gpu_admit_refuse_xids; docs/admission.md, Kernel log).")]
 
 
+def watchdog_rules(o):
+    """The watchdog group: the liveness watchdog of each SGLang host (roles/sglang_watchdog) writes
+    node_exporter's textfile sglang_watchdog.prom every run, every series labelled with the
+    server's unit (`service`); job node adds `host`. Off with options["watchdog"] false."""
+    if str(o.get("watchdog")).lower() in ("false", "0", "no", "off"):
+        return []
+    listed = "min by (%s) (sglang_watchdog_listed{%s})" % (WD_BY, WD)
+    return [
+        rule("SGLangWatchdogRestarted",
+             "increase(sglang_watchdog_restarts_total{%s}[%s]) > 0" % (WD, o["watchdog_restart_window"]),
+             "", "warning",
+             "{{ $labels.service }} on {{ $labels.host }} was restarted by its liveness watchdog",
+             "The watchdog restarted {{ $labels.service }} on {{ $labels.host }} within the last %s after its "
+             "generation probes failed. What it captured is in /var/lib/sglang-watchdog/incidents/ on the host "
+             "(journal tail, py-spy dump, nvidia-smi, Xid lines): find why it hung." % o["watchdog_restart_window"]),
+        rule("SGLangWatchdogGaveUp", "sglang_watchdog_given_up{%s} == 1" % WD, "", "critical",
+             "The watchdog gave up on {{ $labels.service }} on {{ $labels.host }}: {{ $labels.reason }}",
+             "The watchdog stopped restarting {{ $labels.service }} on {{ $labels.host }} and left it out of every "
+             "gateway: {{ $labels.reason }} ({{ $labels.detail }}). "
+             '{{ if eq $labels.reason "restart_limit" }}Its restarts did not bring it back: read '
+             "journalctl -u {{ $labels.service }} on the host and fix the cause."
+             "{{ else }}The GPU needs a reset or the host a reboot.{{ end }} "
+             "Then `sglang-watchdog reset` on the host (or the next deploy.yml run) lets it serve again; "
+             "what it captured is in /var/lib/sglang-watchdog/incidents/."),
+        rule("SGLangWorkerOutOfGateway",
+             "max by (%s) (sglang_watchdog_held{%s}) and on (%s) (%s == 0) unless on (%s) "
+             "(sglang_watchdog_given_up{%s} == 1)" % (WD_BY, WD, WD_BY, listed, WD_BY, WD),
+             o["out_of_gateway_for"], "warning",
+             "{{ $labels.service }} on {{ $labels.host }} is out of a gateway",
+             "A gateway has not listed {{ $labels.service }} on {{ $labels.host }} as a healthy worker for %s "
+             "(sglang_watchdog_listed 0), longer than a start takes: the fleet serves with one worker less. "
+             "{{ if eq $value 1.0 }}The watchdog is held (sglang_watchdog_held 1): a rollout still has the host, "
+             "or a failed rollout's recovery left it out: read the last deploy.yml run, fix, run it again."
+             "{{ else }}Not held: the server hangs (the watchdog restarts it: SGLangWatchdogRestarted) or a "
+             "gateway restarted and forgot it (deploy.yml's last play registers every worker again).{{ end }}"
+             % o["out_of_gateway_for"]),
+        rule("SGLangWatchdogNotRunning",
+             "time() - max by (%s) (sglang_watchdog_last_run_timestamp_seconds{%s}) > %s"
+             % (WD_BY, WD, _num(float(o["watchdog_stale_after"]))),
+             "", "warning",
+             "The liveness watchdog of {{ $labels.service }} on {{ $labels.host }} does not run",
+             "Its last run was {{ $value | humanizeDuration }} ago (more than %s s): the timer "
+             "sglang-watchdog.timer is not running, and nothing restarts a hung server. "
+             "systemctl status sglang-watchdog.timer sglang-watchdog.service on the host says why."
+             % _num(float(o["watchdog_stale_after"]))),
+    ]
+
+
 DEFAULTS = {
     "down_for": "5m", "health_window": "2m", "health_for": "3m", "stall_window": "5m", "stall_for": "5m",
     "latency_window": "10m", "latency_for": "10m", "spec_window": "5m", "spec_for": "15m",
     "running_cap_ratio": 0.9, "running_for": "10m", "kv_usage_max": 0.95, "kv_for": "10m",
     "restart_window": "15m", "restart_max": 2, "gateway_down_for": "5m", "gateway_no_worker_for": "2m",
     "gateway_unhealthy_for": "10m", "gateway_cb_open_for": "1m", "gateway_error_window": "5m",
-    "gateway_error_ratio_max": 0.05, "gateway_error_for": "5m",
+    "gateway_error_ratio_max": 0.05, "gateway_error_for": "5m", "gateway_floor": 0, "gateway_floor_for": "15m",
+    "watchdog": True, "watchdog_restart_window": "30m", "out_of_gateway_for": "15m", "watchdog_stale_after": 300,
 }
 
 
@@ -221,6 +297,9 @@ def alert_rules(hosts, options=None):
     gpu = gpu_rules(hosts)
     if gpu:
         groups.append({"name": "gpu", "rules": gpu})
+    watchdog = watchdog_rules(o)
+    if watchdog:
+        groups.append({"name": "watchdog", "rules": watchdog})
     return {"groups": groups}
 
 

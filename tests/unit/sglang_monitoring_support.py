@@ -26,6 +26,13 @@ PROMETHEUS_SERIES = {"up"}
 # etc/default-counters.csv: "DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error
 # encountered."). Not recorded here: the lent GPU machine has no DCGM (tests/fixtures/gpu-admit).
 DCGM_PUBLISHED = {"DCGM_FI_DEV_XID_ERRORS"}
+# The liveness watchdog's textfile (roles/sglang_watchdog, node_exporter's textfile collector,
+# job node): the names its writer sets out; no page of a running watchdog is recorded yet.
+WATCHDOG_SERIES = {
+    "sglang_watchdog_last_run_timestamp_seconds", "sglang_watchdog_healthy", "sglang_watchdog_consecutive_failures",
+    "sglang_watchdog_restarts_total", "sglang_watchdog_last_restart_timestamp_seconds", "sglang_watchdog_held",
+    "sglang_watchdog_listed", "sglang_watchdog_given_up",
+}
 DASHBOARD = os.path.join(ROLE, "files", "sglang-fleet-dashboard.json")
 
 # The synthetic fleet of tests/prometheus/README.md: two SGLang hosts behind one gateway host.
@@ -48,6 +55,8 @@ FLEET = [
 
 # The synthetic fleet with gpu-a's dcgm-exporter scraped: every alert group exists.
 GPU_FLEET = [dict(FLEET[0], dcgm=True), FLEET[1]]
+# The rule options of tests/prometheus/: a rollout floor of 1 (floor.yml).
+RULE_OPTIONS = dict(OPTIONS, gateway_floor=1)
 
 
 def promtool():
@@ -65,8 +74,8 @@ def run_promtool(*args, cwd=None):
 
 
 def page_names():
-    """Every series name in the recorded pages, plus Prometheus' own."""
-    names = set(PROMETHEUS_SERIES)
+    """Every series name in the recorded pages, plus Prometheus' own and the watchdog's textfile."""
+    names = set(PROMETHEUS_SERIES) | WATCHDOG_SERIES
     for path in PAGES:
         with open(path, encoding="utf-8") as handle:
             for line in handle:
