@@ -2,7 +2,8 @@
 port admits the controller (the address the host sees its packets come from) and refuses a second
 container on the same network with a TCP reset; other ports stay open; the server keeps running;
 a second run changes nothing; the port filtered is the one the server listens on; a ruleset that
-fails to load keeps the server down (fail closed); --check reports a change and applies none. The last test turns the
+fails to load keeps the server down (fail closed); a table deleted under the running server is
+loaded again by the watch within seconds; --check reports a change and applies none. The last test turns the
 firewall off again (the local profile's setting), so the scenario's other tests see the host as
 deployed; the module's fixture does it too if a test failed half way.
 
@@ -24,6 +25,8 @@ HOST = "molecule-sglang-1"
 IMAGE = "sglang-deploy/debian12-systemd:latest"
 PROBE = "fw-probe"
 PORT = 30000
+WATCH = "sglang-firewall-watch"
+INTERVAL = 5  # sglang_firewall_watch_interval_sec (the role's default; the local profile keeps it)
 
 
 def firewall(extra, args=()):
@@ -78,6 +81,8 @@ def test_firewall_on_is_idempotent_and_restarts_nothing(controller):
     assert unit_state(HOST) == before, "the firewall restarted the SGLang server"
     assert sh(HOST, "systemctl is-active sglang-firewall") == "active"
     assert sh(HOST, "systemctl is-enabled sglang-firewall") == "enabled"
+    assert sh(HOST, f"systemctl is-active {WATCH}.timer") == "active"
+    assert sh(HOST, f"systemctl is-enabled {WATCH}.timer") == "enabled"
     assert f"elements = {{ {controller} }}" in live_v4()
     figure(f"firewall: deploy.yml --tags firewall {took:.0f} s, again (changed=0) {took_again:.0f} s")
 
@@ -141,12 +146,52 @@ def test_a_ruleset_that_fails_to_load_keeps_the_server_down(controller):
         assert sh(HOST, f"ss -ltnH 'sport = :{PORT}'") == "", "the server listens without its firewall"
         journal = sh(HOST, f"journalctl -u sglang --since @{since} --no-pager -o cat")
         assert "table inet sglang_firewall is not loaded, so the server stays down (fail closed)" in journal, journal[-2000:]
+        # the watch (restarted with the firewall unit) finds the table missing and the file broken
+        said = watch_journal(since, "table inet sglang_firewall is missing and /etc/nftables.d/sglang-firewall.nft did not load")
+        assert said, sh(HOST, f"journalctl -u {WATCH} --since @{since} --no-pager -o cat || true")[-2000:]
     finally:
         sh(HOST, f"cp /root/ruleset.good {ruleset} && systemctl restart sglang-firewall"
                  " && systemctl reset-failed sglang && systemctl restart sglang")
     # serving again: a real generation answered (up to 240 s, the local profile's ready timeout)
     sh(HOST, f"timeout 240 sh -c 'until curl -sf -o /dev/null http://127.0.0.1:{PORT}/health_generate; do sleep 2; done'")
     assert ask(ip_of(HOST)) == "OK"
+
+
+def watch_journal(since, text, wait=2 * INTERVAL + 5):
+    """Whether the watch's journal since `since` (host clock) says `text`, polled up to `wait` s."""
+    deadline = time.monotonic() + wait
+    while True:
+        if text in sh(HOST, f"journalctl -u {WATCH} --since @{since} --no-pager -o cat || true"):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+
+
+def test_a_deleted_table_is_loaded_again_by_the_watch(controller):
+    """The watch (docs/firewall.md): `nft delete table` under the running server; within two
+    intervals + 5 s the table is back, another container is refused again, the watch's journal
+    says it restored the table, and the server kept its process (same MainPID)."""
+    before = unit_state(HOST)
+    assert sh(HOST, f"systemctl is-active {WATCH}.timer") == "active"
+    since = sh(HOST, "date +%s")
+    limit = 2 * INTERVAL + 5
+    # timed on the host: from the deletion to the first `nft list table` that finds it again
+    ms = sh(HOST, "t0=$(date +%s%N); nft delete table inet sglang_firewall; "
+                  f"timeout {limit} sh -c 'until nft list table inet sglang_firewall >/dev/null 2>&1; do sleep 0.1; done'"
+                  " && echo $(( ($(date +%s%N) - t0) / 1000000 )) || echo gone")
+    assert ms != "gone", f"the table was not back within {limit} s: " + \
+        sh(HOST, f"systemctl status {WATCH}.timer {WATCH}.service --no-pager || true")
+    took = int(ms) / 1000
+    rc, status = probe()
+    assert rc == 7 and status == "000", f"the probe container reached the port after the restore: curl rc={rc}, HTTP {status}"
+    assert watch_journal(since, "table inet sglang_firewall was missing from the running ruleset"), \
+        sh(HOST, f"journalctl -u {WATCH} --since @{since} --no-pager -o cat || true")[-2000:]
+    assert watch_journal(since, "restored it from /etc/nftables.d/sglang-firewall.nft; sglang.service kept running", wait=0)
+    assert unit_state(HOST) == before, "the server was restarted or stopped"
+    assert sh(HOST, "systemctl is-active sglang") == "active"
+    assert ask(ip_of(HOST)) == "OK"
+    figure(f"firewall watch: a deleted table was loaded again after {took:.1f} s (interval {INTERVAL} s, limit {limit} s)")
 
 
 def test_check_mode_reports_the_change_and_applies_none(controller):
@@ -164,5 +209,7 @@ def test_firewall_off_opens_the_port_again(controller):
     assert sh(HOST, "test -e /etc/systemd/system/sglang-firewall.service && echo yes || echo no") == "no"
     assert sh(HOST, "test -e /etc/systemd/system/sglang.service.d/sglang-firewall.conf && echo yes || echo no") == "no"
     assert "sglang-firewall" not in sh(HOST, "systemctl cat sglang")
+    for path in (f"/etc/systemd/system/{WATCH}.timer", f"/etc/systemd/system/{WATCH}.service", f"/usr/local/libexec/{WATCH}"):
+        assert sh(HOST, f"test -e {path} && echo yes || echo no") == "no", path
     assert probe() == (0, "200")
     assert ask(ip_of(HOST)) == "OK"
