@@ -259,8 +259,9 @@ def watchdog_rules(o):
              "(sglang_watchdog_listed 0), longer than a start takes: the fleet serves with one worker less. "
              "{{ if eq $value 1.0 }}The watchdog is held (sglang_watchdog_held 1): a rollout still has the host, "
              "or a failed rollout's recovery left it out: read the last deploy.yml run, fix, run it again."
-             "{{ else }}Not held: the server hangs (the watchdog restarts it: SGLangWatchdogRestarted) or a "
-             "gateway restarted and forgot it (deploy.yml's last play registers every worker again).{{ end }}"
+             "{{ else }}Not held, yet the watchdog puts a serving host back at its next run: the server does not "
+             "generate (starting, or hung: SGLangWatchdogRestarted) or the watchdog cannot reach that gateway "
+             "(journalctl -u sglang-watchdog on the host says which).{{ end }}"
              % o["out_of_gateway_for"]),
         rule("SGLangWatchdogNotRunning",
              "time() - max by (%s) (sglang_watchdog_last_run_timestamp_seconds{%s}) > %s"

@@ -209,11 +209,14 @@ def write_textfile(config, text):
     folder = config.get("textfile_dir")
     if not folder:
         return
-    os.makedirs(folder, exist_ok=True)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        os.chmod(folder, 0o755)  # the unit's umask is 0077; node_exporter runs as its own user
     path = os.path.join(folder, "sglang_watchdog.prom")
     tmp = path + ".tmp"
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "w") as out:
         out.write(text)
+    os.chmod(tmp, 0o644)  # world-readable: figures only, no key
     os.replace(tmp, path)
 
 
