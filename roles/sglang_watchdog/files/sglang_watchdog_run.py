@@ -82,7 +82,9 @@ class Host:
         return False, status in (401, 403), why
 
     def progress(self):
-        status, text = request(self.c["metrics_url"], None, "GET", {"Accept": "text/plain"}, 10.0)
+        # a server whose HTTP side hangs does not answer this either: no longer than the probe
+        status, text = request(self.c["metrics_url"], None, "GET", {"Accept": "text/plain"},
+                               min(5.0, float(self.c["probe_timeout"])))
         if status != 200:
             return None
         sums = parse_prometheus_sums(text, PROGRESS)
@@ -210,8 +212,11 @@ def write_textfile(config, text):
     if not folder:
         return
     if not os.path.isdir(folder):
-        os.makedirs(folder)
-        os.chmod(folder, 0o755)  # the unit's umask is 0077; node_exporter runs as its own user
+        mask = os.umask(0o022)  # the unit's umask is 0077; node_exporter runs as its own user
+        try:
+            os.makedirs(folder)
+        finally:
+            os.umask(mask)
     path = os.path.join(folder, "sglang_watchdog.prom")
     tmp = path + ".tmp"
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "w") as out:
