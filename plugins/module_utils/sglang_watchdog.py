@@ -81,7 +81,7 @@ def give_up(state, reason, detail, actions):
 def decide(state, obs, config, now):
     """(new state, actions) of one run.
 
-    obs: held (bool), active ('active', 'activating', 'inactive', 'failed', ...), main_pid,
+    obs: held (bool), hold_reason, active ('active', 'activating', 'inactive', 'failed', ...), main_pid,
     active_since (epoch seconds the unit became active), probe_ok, probe_why, probe_busy_ok
     (the probe got an answer that is not a hang: 401/403), progress (the server's processed
     token counter, None unreadable), listed_everywhere (the gateways list it serving),
@@ -92,7 +92,7 @@ def decide(state, obs, config, now):
     state = dict(new_state(), **(state or {}))
     actions = []
     if obs.get("held"):
-        state.update(failures=0, note="held: a rollout is changing this host")
+        state.update(failures=0, note="held (%s): nothing done" % (obs.get("hold_reason") or "no reason given"))
         return state, actions
 
     # a restart whose old process would not die: a GPU a restart cannot fix

@@ -69,8 +69,9 @@ def test_back_in_once_the_restarted_server_serves_then_counted_once():
 
 
 def test_held_by_a_rollout_nothing_is_done_even_when_hung():
-    result = runs([dict(HUNG, held=True)] * 5)
+    result = runs([dict(HUNG, held=True, hold_reason="rollout")] * 5)
     assert all(a == [] for _, a in result) and result[-1][0]["failures"] == 0
+    assert result[-1][0]["note"] == "held (rollout): nothing done"
 
 
 def test_a_hold_ends_at_its_time_or_never():

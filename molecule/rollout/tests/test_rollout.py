@@ -164,6 +164,7 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     new_dir, old = revision["dir"], TINY_MODEL.rsplit("/", 1)[-1]
     args = dict(BASE_ARGS, **{"max-total-tokens": 6144, "model-path": new_dir})
     since = float(sh(HOSTS[0], "date +%s"))
+    watched = {h: sh(h, "sglang-watchdog status") for h in HOSTS}
     # each host's own state from its model listing: no question sent past the gateway (one in
     # flight would hold the drained server's stop, as no client of a gateway would)
     with GatewayTraffic(HOSTS) as gateway, Prober(HOSTS, models=True) as probe:
@@ -203,6 +204,12 @@ def test_gateway_drains_each_batch_while_clients_send_through_it(known_good, hub
     assert all(down.values()), f"the probe did not see every host restart: {down}"
     assert max(down[HOSTS[0]]) < min(min(down[HOSTS[1]]), min(down[HOSTS[2]])), "batch 2 stopped before batch 1 served"
     assert_gateway_served_throughout(gateway, final, floor=BATCHES["sglang_rollout_min_serving"])
+    for h in HOSTS:  # each host's liveness watchdog was held through its turn: it restarted nothing
+        restarts = [json.loads(text)["state"].get("restarts_total", 0) if json.loads(text)["state"] else 0
+                    for text in (watched[h], sh(h, "sglang-watchdog status"))]
+        assert restarts[0] == restarts[1], f"{h}: its watchdog restarted it during the rollout: {restarts}"
+        assert "held (rollout)" in sh(h, f"journalctl -u sglang-watchdog --since @{since:.0f} --no-pager -o cat"), (
+            f"{h}: no watchdog run saw the rollout's hold")
     for h in HOSTS:  # neither gateway routed to a host whose server did not answer
         during = [each for t, each in gateway.per_gateway if min(down[h]) <= t <= max(down[h])]
         assert during, f"no gateway listing was recorded while {h} was down"

@@ -172,8 +172,9 @@ class Host:
 def run(config, host, now):
     paths = paths_of(config)
     state = read_json(paths["state"]) or wd.new_state()
-    held = wd.hold_active(read_json(paths["hold"]), now)
-    obs = {"held": held}
+    hold = read_json(paths["hold"])
+    held = wd.hold_active(hold, now)
+    obs = {"held": held, "hold_reason": (hold or {}).get("reason")}
     seen = {}
     if not held:
         active, pid, since = host.unit()
