@@ -5,7 +5,8 @@
 # unit, a generation probe, the token counter of /metrics, every gateway's listing, the kernel
 # log), lets plugins/module_utils/sglang_watchdog.py decide, carries out what it decided and keeps
 # the state in <state_dir>/state.json. Its config (/etc/sglang-watchdog/config.json, root 0600)
-# holds keys: nothing here prints it. HTTP, /metrics and the gateway's API are the project's own
+# and gateways.json hold the gateways' admin key; the server's key is read from the server's own
+# keys file when needed. Nothing here prints either. HTTP, /metrics and the gateway's API are the project's own
 # module_utils, installed beside this file (roles/sglang_watchdog/tasks/main.yml).
 """sglang-watchdog: the liveness watchdog of one SGLang unit (docs/operations.md, Healing)."""
 
@@ -70,9 +71,21 @@ class Host:
         age = time.monotonic() - int(props.get("ActiveEnterTimestampMonotonic") or 0) / 1e6
         return props.get("ActiveState", "unknown"), int(props.get("MainPID") or 0), time.time() - age
 
+    def api_key(self):
+        """The server's key from its own keys file (`api-key: "<JSON string>"`), or None."""
+        try:
+            with open(self.c.get("keys_file") or "/nonexistent") as src:
+                for line in src:
+                    if line.startswith("api-key:"):
+                        return json.loads(line.split(":", 1)[1].strip())
+        except (OSError, ValueError):
+            pass
+        return None
+
     def probe(self):
         """(ok, answered_but_refused, why) of one generation through the local endpoint."""
-        headers = {"Authorization": "Bearer " + self.c["api_key"]} if self.c.get("api_key") else {}
+        key = self.api_key()
+        headers = {"Authorization": "Bearer " + key} if key else {}
         start = time.monotonic()
         status, text = request(self.c["probe_url"], None, "GET", headers, float(self.c["probe_timeout"]))
         took = time.monotonic() - start
@@ -115,7 +128,7 @@ class Host:
         for gw in self.gateways:
             if gw.url in seen and seen[gw.url] is None:
                 try:
-                    gw.add(self.c["worker_url"], self.c.get("worker_api_key") or None)
+                    gw.add(self.c["worker_url"], self.api_key())
                     log("added %s to gateway %s" % (self.c["worker_url"], gw.url))
                 except GatewayError as exc:
                     log("could not add to %s: %s" % (gw.url, str(exc)[:200]))
@@ -245,7 +258,7 @@ def main(argv=None):
     config = read_json(args.config)
     if config is None:
         sys.exit("sglang-watchdog: no config at %s (roles/sglang_watchdog writes it)" % args.config)
-    # the gateways, their admin key and this worker's URL and key (roles/sglang_gateway, watch)
+    # the gateways, their admin key and this worker's URL (roles/sglang_gateway, tasks_from: watch)
     config.update(read_json(os.path.join(os.path.dirname(args.config), "gateways.json")) or {})
     os.makedirs(config["state_dir"], mode=0o700, exist_ok=True)
     paths = paths_of(config)
