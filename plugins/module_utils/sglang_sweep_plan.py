@@ -33,6 +33,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model i
     norm_value,
     normalize_args,
 )
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_input_guard import refused_option
 
 BASELINE = "baseline"
 NO_CHANGE = "(no change)"
@@ -40,6 +41,8 @@ NO_CHANGE = "(no change)"
 _ENV_AXIS = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CANDIDATE_KEYS = ("name", "args", "env")
+# SGLang's --port when none is given (server_args.py), the port roles/sglang_firewall filters then
+DEFAULT_PORT = 30000
 
 
 class SweepPlanError(ValueError):
@@ -212,6 +215,48 @@ def expand(current_args, current_env, base=None, axes=None, candidates=None, sec
         elif cand["label"] not in (first["label"], NO_CHANGE) and cand["label"] not in first["aliases"]:
             first["aliases"].append(cand["label"])
     return out
+
+
+def _bind(args, option):
+    """The value argparse takes for --``option`` from ``args`` (the option or a prefix of it: the
+    last one wins), or None."""
+    return next((v for f, v in reversed(list(args.items())) if refused_option(f, (option,))), None)
+
+
+def _smuggled(args, option):
+    """The flag whose list value carries --``option`` (any prefix, ``--port=1``) as an item."""
+    return next((f for f, v in args.items() for i in (v if isinstance(v, (list, tuple)) else [v])
+                 if isinstance(i, str) and i.startswith("-") and refused_option(i, (option,))), "")
+
+
+def bind_problem(cands, filtered_port=None):
+    """Why a candidate of ``cands`` (expand's, the baseline first) may not run: it sets --port to
+    another port than ``filtered_port`` (roles/sglang_firewall's sglang_firewall_port; None: the
+    baseline's port, the firewall's default), or --host to another address than the baseline's,
+    by any spelling, or either inside a list value. "" when none does."""
+    base = cands[0]["args"]
+    port = str(norm_value(filtered_port if filtered_port not in (None, "") else _bind(base, "port") or DEFAULT_PORT))
+    for cand in cands[1:]:
+        args, changed = cand["args"], cand["changes"]["args"]
+        for option in ("port", "host"):
+            flag = _smuggled(args, option)
+            if flag:
+                return ("candidate %r: the value of --%s carries --%s, which would move the server off its "
+                        "bind. Fix: remove it from the candidate's %s" % (cand["label"], flag, option, flag))
+        if any(refused_option(f, ("port",)) for f in changed):
+            value = _bind(args, "port")
+            value = DEFAULT_PORT if value is None else value  # removed: SGLang's default
+            if str(norm_value(value)) != port:
+                return ("candidate %r sets --port %s, but the firewall (roles/sglang_firewall) filters port %s "
+                        "(sglang_firewall_port): the candidate would serve on a port nothing filters. Fix: "
+                        "remove port from the candidate (its settings, sweep_base or the axis); every "
+                        "candidate runs on the filtered port" % (cand["label"], value, port))
+        if any(refused_option(f, ("host",)) for f in changed) and norm_value(_bind(args, "host")) != norm_value(
+                _bind(base, "host")):
+            return ("candidate %r sets --host %s, but the canary binds %s, the address its firewall and "
+                    "the server's guards judged. Fix: remove host from the candidate (its settings, "
+                    "sweep_base or the axis)" % (cand["label"], _bind(args, "host"), _bind(base, "host")))
+    return ""
 
 
 def validate_name(value, what):

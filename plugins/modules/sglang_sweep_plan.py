@@ -32,6 +32,7 @@ options:
   candidate_timeout: {description: Seconds one candidate's start may take., type: int, default: 600}
   time_budget: {description: Seconds the whole run may take; sets this run's deadline., type: int, default: 7200}
   keep_best: {description: Whether the play keeps the winner on the canary (stored in the sweep file)., type: bool, default: false}
+  filtered_port: {description: "The port roles/sglang_firewall filters (sglang_firewall_port); unset: the baseline's --port, else 30000 (the firewall's default). A candidate that sets --port to another port, or --host to another address than the baseline's (any spelling, or inside a list value), is refused before any candidate starts.", type: int}
   catalog_options: {description: "The host's flag catalog's option strings (sglang_flags_catalog.options): an abbreviation of a secret flag (api-k) is redacted as the flag it resolves to; empty: any prefix of a secret flag is.", type: list, elements: str, default: []}
 author: [sglang_deploy]
 """
@@ -63,7 +64,7 @@ lines: {description: Console lines (one per candidate)., returned: always, type:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, expand
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, bind_problem, expand
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import redact_candidate, redact_settings, secret_of
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import SWEEP_ARGS, iso, read_sweep, sweep_dir, write_sweep
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import done as done_keys
@@ -81,6 +82,7 @@ ARGUMENT_SPEC = dict(
     time_budget=dict(type="int", default=7200),
     keep_best=dict(type="bool", default=False),
     catalog_options=dict(type="list", elements="str", default=[]),
+    filtered_port=dict(type="int"),
 )
 
 
@@ -91,6 +93,9 @@ def main():
         directory = sweep_dir(p["report_dir"], p["sweep_name"], p["host"])
         cands = expand(p["current_args"], p["current_env"], p["base"], p["axes"], p["candidates"],
                        secret_of(p["catalog_options"]))
+        problem = bind_problem(cands, p["filtered_port"])
+        if problem:
+            raise SweepPlanError(problem + " (nothing was started)")
     except SweepPlanError as exc:
         module.fail_json(msg="sweep %s: %s" % (p["sweep_name"], exc))
     done = done_keys(directory, [c["key"] for c in cands])
