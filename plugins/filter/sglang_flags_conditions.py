@@ -15,6 +15,7 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_versio
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as _requirements
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm as _sm
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_gpus as _gpus
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_memory as _memory
 
 KNOWN_CONDITIONS = {
     "sm",
@@ -30,7 +31,14 @@ KNOWN_CONDITIONS = {
     "env_any",
     "packages_absent",
     "gpus_exceed_count",
+    "weights_exceed_memory",
+    "dp_with_attn_dp",
+    "attn_dp_not_dividing_tp",
+    "env_unset",
 }
+
+# an environment switch SGLang reads as off (its EnvBool)
+_ENV_OFF = {"", "0", "false", "no", "off"}
 
 
 def _values(value) -> list:
@@ -67,11 +75,38 @@ def flag_at_least(args, limits) -> tuple | None:
     return None
 
 
-def evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
+def _layout_conditions(applies, args, memory, unknown):
+    """The parallel layout's conditions (sglang_flags_gpus.py, sglang_flags_memory.py): None when
+    one does not hold, else (flag, value) to name (or (None, None))."""
+    lay = _gpus.layout(args)
+    flag = value = None
+    if applies.get("dp_with_attn_dp"):
+        if not (lay["dp"] > 1 and lay["attn_dp"] > 1):
+            return None
+        flag, value = _gpus.flag_name(args, _gpus.DP_FLAGS), lay["dp"]
+    if applies.get("attn_dp_not_dividing_tp"):
+        if lay["attn_dp"] <= 1 or lay["tp"] % lay["attn_dp"] == 0:
+            return None
+        if flag is None:
+            names = _gpus.DP_FLAGS if lay["dp_attention"] and not any(
+                f in args for f in _gpus.ATTN_DP_FLAGS) else _gpus.ATTN_DP_FLAGS
+            flag, value = _gpus.flag_name(args, names), lay["attn_dp"]
+    if applies.get("weights_exceed_memory"):
+        verdict = _memory.judge(args, memory)
+        if verdict is None or verdict[0] == "fits":
+            return None
+        if verdict[0] != "exceeds":
+            unknown.append(verdict[0])
+        if flag is None:
+            flag, value = _gpus.flag_name(args, _gpus.TP_FLAGS), lay["tp"]
+    return flag, value
+
+
+def evaluate_rule(rule, args, env, sm, version, gpu_count, packages, memory=None):
     """(status, flag, value) or None when the rule does not apply.
 
     status: "violation", "unknown-version", "unknown-sm", "unknown-gpu-count",
-    "unknown-packages".
+    "unknown-gpu-memory", "unknown-packages". ``memory``: sglang_flags_memory.py's inputs.
     """
     applies = rule.get("applies") or {}
     flag = value = None
@@ -130,6 +165,16 @@ def evaluate_rule(rule, args, env, sm, version, gpu_count, packages):
             return None
         if flag is None:
             flag, value = set_vars[0], env[set_vars[0]]
+    if "env_unset" in applies:
+        # each of these is unset or off (SGLANG_ENABLE_PP_SPEC)
+        if any(env.get(v) is not None and str(env[v]).strip().lower() not in _ENV_OFF
+               for v in applies["env_unset"]):
+            return None
+    hit = _layout_conditions(applies, args, memory, unknown)
+    if hit is None:
+        return None
+    if flag is None:
+        flag, value = hit
     if applies.get("gpus_exceed_count"):
         need = _gpus.gpus_needed(args)
         if need <= 1:

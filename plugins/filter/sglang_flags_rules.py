@@ -21,8 +21,16 @@ A rule::
         flags_absent: [c]                  # none of these flags is present
         env_any: [VAR]                     # at least one of these variables is set (not null)
         packages_absent: [mscclpp]         # none of these is in the installed package list
-        gpus_exceed_count: true            # tp * pp / nnodes > GPUs on the host
-      message: what is wrong and why       # may use {flag}, {value}, {version}, {sm}, ...
+        gpus_exceed_count: true            # dp * tp * pp / nnodes > GPUs on the host
+                                           # (attention DP adds none: sglang_flags_gpus.py)
+        weights_exceed_memory: true        # weights / (tp * pp) leave less than the KV reserve
+                                           # of the usable GPU memory (sglang_flags_memory.py)
+        dp_with_attn_dp: true              # dp-size > 1 together with attention DP
+        attn_dp_not_dividing_tp: true      # the attention DP width does not divide tp
+        env_unset: [VAR]                   # each of these is unset or off ("0", "false")
+      message: what is wrong and why       # may use {flag}, {value}, {version}, {sm}, {layout},
+                                           # {gpus_needed}, {tp} {pp} {dp} {attn_dp}, the memory
+                                           # figures of sglang_flags_memory.py ({weights_per_gpu_gib}, ...)
       fix: what to do instead
       source: where the fact comes from    # docs/sglang-versions.md#<section>: the issue, PR or wheel
       replacement: --new-flag              # optional; renamed flags (the host check names it)
@@ -49,6 +57,7 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requir
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm as _sm
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_gpus as _gpus
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_conditions as _conditions
+from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_memory as _memory
 version_key = _versions.version_key
 sglang_version_compare = _versions.sglang_version_compare
 version_in_range = _versions.version_in_range
@@ -143,12 +152,14 @@ def sglang_flags_check(
     waive=None,
     scope="offline",
     errors_as_findings=False,
+    memory=None,
 ):
     """See ``_check``. With ``errors_as_findings`` a malformed input (bad flag name, bad
     version string) becomes one error finding (rule ``input``) instead of an exception, so
-    that a lint run can report every host at once."""
+    that a lint run can report every host at once. ``memory``: the GPU memory and the model's
+    weight size (sglang_flags_memory.py) for ``weights_exceed_memory``."""
     try:
-        return _check(args, rules, env, sm, version, gpu_count, packages, waive, scope)
+        return _check(args, rules, env, sm, version, gpu_count, packages, waive, scope, memory)
     except AnsibleFilterError as exc:
         if not errors_as_findings:
             raise
@@ -166,7 +177,17 @@ def sglang_flags_check(
         ]
 
 
-def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
+def _layout_figures(nargs, memory) -> dict:
+    """The parallel layout and memory figures a message may name."""
+    lay = _gpus.layout(nargs)
+    judged = _memory.judge(nargs, memory)
+    figures = dict(judged[1]) if judged else {}
+    figures.update(tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], attn_dp=lay["attn_dp"],
+                   layout=_gpus.layout_text(nargs), gpus_needed=_gpus.gpus_needed(nargs))
+    return figures
+
+
+def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope, memory=None):
     """Every finding of ``rules`` (scope ``scope``) on one host's flag set.
 
     Returns a list of dicts: rule, severity (error|warning), status (violation, waived,
@@ -205,6 +226,7 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
         packages = set(sglang_flags_package_names(list(packages)))
     waive = set(waive or [])
     known_ids = {r["id"] for r in rules}
+    figures = _layout_figures(nargs, memory)
     findings = []
     for wid in sorted(waive - known_ids):
         findings.append(
@@ -222,7 +244,7 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
     for rule in rules:
         if rule.get("scope", "offline") != scope:
             continue
-        res = _conditions.evaluate_rule(rule, nargs, env, sm, version, gpu_count, packages)
+        res = _conditions.evaluate_rule(rule, nargs, env, sm, version, gpu_count, packages, memory)
         if res is None:
             continue
         status, flag, value = res
@@ -234,8 +256,8 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope):
             version=version or "unknown",
             sm=sm or "unknown",
             gpu_count="unknown" if gpu_count is None else gpu_count,
-            gpus_needed=_gpus.gpus_needed(nargs),
             replacement=rule.get("replacement", ""),
+            **figures,
         )
         severity = rule["severity"]
         message = _fmt(rule["message"], **kw)

@@ -23,6 +23,8 @@ FIXED_ARGS.update({"mamba-radix-cache-strategy": "extra_buffer", "speculative-nu
 FIXED_ENV = {k: v for k, v in TUNED_ENV.items() if k != "SGLANG_ENABLE_SPEC_V2"}
 
 QWEN35 = {"model-path": "/data/models/Qwen3.5-397B-A17B-NVFP4"}  # a hybrid Gated-DeltaNet model
+# the production host's GPU (RTX PRO 6000 Blackwell) and checkpoint, as tasks/evaluate.yml passes them
+PRODUCTION_MEMORY = {"gpu_memory_mib": 97887, "model_weight_bytes": 230_000_000_000}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,6 +137,23 @@ CASES = {
     "tp-exceeds-gpu-count": (
         dict(MINIMAL, **{"tp-size": 8, "pp-size": 2}), {}, {},
         dict(MINIMAL, **{"tp-size": 8, "pp-size": 2, "nnodes": 2}), {}, {}),
+    # the parallel layout's other rules: test_sglang_flags_rules_topology.py
+    "group-too-small-for-model": (
+        dict(MINIMAL, **{"tp-size": 2, "dp-size": 4}), {}, {"memory": PRODUCTION_MEMORY},
+        dict(MINIMAL, **{"tp-size": 4, "dp-size": 2}), {}, {"memory": PRODUCTION_MEMORY}),
+    "dp-size-with-attn-dp": (
+        dict(MINIMAL, **{"tp-size": 4, "dp-size": 2, "attn-dp-size": 2}), {}, {},
+        dict(MINIMAL, **{"tp-size": 8, "attn-dp-size": 2}), {}, {}),
+    "attn-dp-not-dividing-tp": (
+        dict(MINIMAL, **{"tp-size": 8, "attn-dp-size": 3}), {}, {},
+        dict(MINIMAL, **{"tp-size": 8, "dp-size": 4, "enable-dp-attention": True}), {}, {}),
+    "pp-with-speculative-decoding": (
+        dict(MINIMAL, **{"tp-size": 4, "pp-size": 2, "speculative-algorithm": "NEXTN"}), {}, {},
+        dict(MINIMAL, **{"tp-size": 4, "pp-size": 2, "speculative-algorithm": "NEXTN"}),
+        {"SGLANG_ENABLE_PP_SPEC": "1"}, {}),
+    "pp-with-non-eagle-speculative": (
+        dict(MINIMAL, **{"tp-size": 4, "pp-size": 2, "speculative-algorithm": "NGRAM"}), {}, {},
+        dict(MINIMAL, **{"tp-size": 4, "pp-size": 2, "speculative-algorithm": "EAGLE"}), {}, {}),
     "model-path-missing": (
         {"tp": 8}, {}, {},
         {"model": "/data/m"}, {}, {}),
