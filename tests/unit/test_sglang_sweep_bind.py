@@ -1,4 +1,4 @@
-"""A sweep candidate stays on the bind the firewall filters (issue 43): one that sets --port to
+"""A sweep candidate stays on the bind the firewall filters: one that sets --port to
 another port than roles/sglang_firewall filters, or --host to another address than the canary's,
 by any spelling or inside a list value, is refused by the plan before any candidate starts
 (plugins/module_utils/sglang_sweep_plan.py, bind_problem; plugins/modules/sglang_sweep_plan.py)."""
