@@ -34,6 +34,12 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model i
     normalize_args,
 )
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_input_guard import refused_option
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import (
+    REDACTED,
+    is_secret,
+    is_secret_env,
+    redact_list,
+)
 
 BASELINE = "baseline"
 NO_CHANGE = "(no change)"
@@ -112,17 +118,20 @@ def changes(args, env, current_args, current_env):
 
 def describe(diff, secret=None):
     """``max-running-requests=16 OMP_NUM_THREADS=2 -enable-metrics``: a change set in one line;
-    the value of a flag ``secret(name)`` calls secret is ``<redacted>``
+    the value of a flag ``secret(name)`` calls secret (default: any spelling of a secret flag), of
+    a secret option inside a list value and of a credential variable (HF_TOKEN) is ``<redacted>``
     (plugins/module_utils/sglang_sweep_redact.py)."""
-    words = []
+    words, secret = [], secret or is_secret
     for part in ("args", "env"):
         for name, value in diff[part].items():
             if value is None:
                 words.append("-%s" % name)
             elif value is True and part == "args":
                 words.append("+%s" % name)
-            elif part == "args" and secret is not None and secret(name):
-                words.append("%s=<redacted>" % name)
+            elif secret(name) if part == "args" else is_secret_env(name):
+                words.append("%s=%s" % (name, REDACTED))
+            elif part == "args" and isinstance(value, (list, tuple)):
+                words.append("%s=%s" % (name, norm_value(redact_list(value, secret))))
             else:
                 words.append("%s=%s" % (name, norm_value(value) if part == "args" else value))
     return " ".join(words) or NO_CHANGE

@@ -10,8 +10,11 @@ A setting is secret when the flag it sets is one of SECRET_FLAGS
 catalog (``api-k`` -> ``api-key``; plugins/filter/sglang_flags_catalog.py,
 ``resolve``). Without a catalog (or for a name the catalog does not know) any prefix of a secret
 flag counts as secret: a value shown as ``<redacted>`` that was not a secret costs less than the
-other way round. The flags a candidate launches keep their values (the sweep runs them); only
-what is written and shown is redacted.
+other way round. A secret option inside a list value (``lora-paths: [x, --api-key, K]``,
+``[--api-key=K]``) has its value redacted too, and so has an environment variable that holds a
+credential (``HF_TOKEN``, ``is_secret_env``). The flags a candidate launches keep their values
+(the sweep runs them); only what is written and shown (sweep.json, the records, labels, the plan
+module's result unless the play asks for the values with no_log) is redacted.
 """
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
@@ -62,25 +65,59 @@ def secret_of(options=None):
     return lambda name: is_secret(name, options)
 
 
+def redact_list(values, secret):
+    """A list value with the value of every secret option among its items (``--api-key K``,
+    ``--api-key=K``; ``secret``: a predicate on option names, e.g. secret_of(options)) as
+    ``<redacted>``: argparse would read the item as that option."""
+    out, hide = [], False
+    for item in values:
+        text = item if isinstance(item, str) else ""
+        name, eq, _ = text.partition("=")
+        if hide:
+            out.append(REDACTED)
+        elif text.startswith("-") and len(name) > 1 and secret(name):
+            out.append(name + "=" + REDACTED if eq else item)
+        else:
+            out.append(item)
+        hide = bool(text.startswith("-") and len(name) > 1 and not eq and secret(name))
+    return out
+
+
 def redact_args(args, options=None):
-    """A flag mapping with every secret value as ``<redacted>`` (``None`` = removed, kept)."""
+    """A flag mapping with every secret value as ``<redacted>`` (``None`` = removed, kept), and the
+    secret options inside list values redacted (redact_list)."""
     if not isinstance(args, dict):
         return args
-    return dict((k, REDACTED if v is not None and is_secret(k, options) else v) for k, v in args.items())
+    secret = secret_of(options)
+    return dict((k, REDACTED if v is not None and secret(k) else
+                 redact_list(v, secret) if isinstance(v, (list, tuple)) else v) for k, v in args.items())
+
+
+def redact_settings_map(settings, options=None):
+    """A mapping of flags and VARIABLES (capitals: an axis value, a candidate's settings) redacted:
+    flags as redact_args, variables as redact_env."""
+    if not isinstance(settings, dict):
+        return settings
+    env = dict((k, v) for k, v in settings.items() if isinstance(k, str) and k.isupper())
+    out = redact_args(dict((k, v) for k, v in settings.items() if k not in env), options)
+    out.update(redact_env(env))
+    return dict((k, out[k]) for k in settings)
 
 
 def redact_candidate(cand, options=None):
-    """A candidate as it is written: its flags and its changes redacted (its label and aliases
-    are redacted when they are made: sglang_sweep_plan.describe)."""
+    """A candidate as it is written and shown: its flags, environment and changes redacted (its
+    label and aliases are redacted when they are made: sglang_sweep_plan.describe)."""
     changes = cand.get("changes") or {}
-    return dict(cand, args=redact_args(cand.get("args") or {}, options),
-                changes=dict(changes, args=redact_args(changes.get("args") or {}, options)))
+    return dict(cand, args=redact_args(cand.get("args") or {}, options), env=redact_env(cand.get("env") or {}),
+                changes=dict(changes, args=redact_args(changes.get("args") or {}, options),
+                             env=redact_env(changes.get("env") or {})))
 
 
 def _axis(axis, values, options):
-    if is_secret(axis, options):
-        return [redact_args(v, options) if isinstance(v, dict) else None if v is None else REDACTED for v in values]
-    return [redact_args(v, options) if isinstance(v, dict) else v for v in values]
+    secret = is_secret_env(axis) if isinstance(axis, str) and axis.isupper() else is_secret(axis, options)
+    return [redact_settings_map(v, options) if isinstance(v, dict) else None if v is None else
+            REDACTED if secret else redact_list(v, secret_of(options)) if isinstance(v, list) else v
+            for v in values]
 
 
 def redact_settings(settings, options=None):
@@ -89,13 +126,13 @@ def redact_settings(settings, options=None):
     out = dict(settings)
     base = out.get("base") or {}
     if isinstance(base, dict):
-        out["base"] = dict(base, args=redact_args(base.get("args") or {}, options))
+        out["base"] = dict(base, args=redact_args(base.get("args") or {}, options), env=redact_env(base.get("env") or {}))
     axes = out.get("axes") or {}
     if isinstance(axes, dict):
         out["axes"] = dict((axis, _axis(axis, values, options) if isinstance(values, list) else values)
                            for axis, values in axes.items())
     cands = out.get("candidates") or []
     if isinstance(cands, list):
-        out["candidates"] = [dict(c, args=redact_args(c.get("args") or {}, options)) if isinstance(c, dict) else c
-                             for c in cands]
+        out["candidates"] = [dict(c, args=redact_args(c.get("args") or {}, options),
+                                  env=redact_env(c.get("env") or {})) if isinstance(c, dict) else c for c in cands]
     return out

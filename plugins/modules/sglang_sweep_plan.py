@@ -33,6 +33,7 @@ options:
   time_budget: {description: Seconds the whole run may take; sets this run's deadline., type: int, default: 7200}
   keep_best: {description: Whether the play keeps the winner on the canary (stored in the sweep file)., type: bool, default: false}
   filtered_port: {description: "The port roles/sglang_firewall filters (sglang_firewall_port); unset: the baseline's --port, else 30000 (the firewall's default). A candidate that sets --port to another port, or --host to another address than the baseline's (any spelling, or inside a list value), is refused before any candidate starts.", type: int}
+  reveal: {description: "Return the candidates with their secret values (what the play launches): only for a task with no_log (roles/sglang_sweep, tasks/main.yml). Otherwise candidates and todo show secret flags, secret options inside list values and credential variables (HF_TOKEN) as <redacted>, as sweep.json does, so -v shows no key.", type: bool, default: false}
   catalog_options: {description: "The host's flag catalog's option strings (sglang_flags_catalog.options): an abbreviation of a secret flag (api-k) is redacted as the flag it resolves to; empty: any prefix of a secret flag is.", type: list, elements: str, default: []}
 author: [sglang_deploy]
 """
@@ -54,7 +55,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 sweep_dir: {description: "The host's results directory, <report_dir>/<sweep_name>/<host>.", returned: always, type: str}
-candidates: {description: "Every candidate in order, baseline first: {key, label, args, env, changes, aliases}.", returned: always, type: list, elements: dict}
+candidates: {description: "Every candidate in order, baseline first: {key, label, args, env, changes, aliases}; secret values redacted unless I(reveal).", returned: always, type: list, elements: dict}
 todo: {description: "The candidates not finished yet, in order (same items as candidates).", returned: always, type: list, elements: dict}
 done: {description: Keys of the candidates finished in an earlier run., returned: always, type: list, elements: str}
 budget: {description: "{time_budget_s, candidate_timeout_s, started (first run), run_started, deadline and deadline_epoch (this run's start + time_budget), worst_case_s (todo x candidate_timeout: before the offline rules prune)}.", returned: always, type: dict}
@@ -83,6 +84,7 @@ ARGUMENT_SPEC = dict(
     keep_best=dict(type="bool", default=False),
     catalog_options=dict(type="list", elements="str", default=[]),
     filtered_port=dict(type="int"),
+    reveal=dict(type="bool", default=False),
 )
 
 
@@ -127,6 +129,9 @@ def main():
     for c in cands:
         lines.append("  %-4s %s  %s%s" % ("done" if c["key"] in done else "todo", c["key"], c["label"],
                                           " (= %s)" % ", ".join(c["aliases"]) if c["aliases"] else ""))
+    if not p["reveal"]:  # what -v shows: as sweep.json keeps them
+        cands = [redact_candidate(c, p["catalog_options"]) for c in cands]
+        todo = [c for c in cands if c["key"] not in done]
     module.exit_json(changed=False, sweep_dir=directory, candidates=cands, todo=todo, done=done,
                      budget=budget, lines=lines)
 

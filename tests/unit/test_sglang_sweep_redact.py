@@ -48,12 +48,14 @@ def _sweep(tmp_path):
 
 def test_the_sweep_files_labels_and_lines_hold_no_secret(run_module, tmp_path):
     plan = run_module(sglang_sweep_plan, _sweep(tmp_path))
-    launched = [c for c in plan["candidates"] if c["args"].get("api-k") == SECRET]
-    assert launched, plan["candidates"]  # the play launches with the value
+    launch = run_module(sglang_sweep_plan, dict(_sweep(tmp_path), reveal=True), check_mode=True)  # the play's no_log task
+    launched = [c for c in launch["candidates"] if c["args"].get("api-k") == SECRET]
+    assert launched, launch["candidates"]  # the play launches with the value
+    assert not any(c["args"].get("api-k") == SECRET for c in plan["candidates"])  # -v shows no key
     shown = [c["label"] for c in plan["candidates"]] + [a for c in plan["candidates"] for a in c["aliases"]] + plan["lines"]
     assert not any(SECRET in text or ADMIN in text for text in shown), shown
     assert any("api-k=<redacted>" in label for label in shown)
-    for cand in plan["todo"]:
+    for cand in launch["todo"]:
         run_module(sglang_sweep_record, dict(host=HOST, report_dir=str(tmp_path), sweep_name="secrets",
                                              candidate=cand, status="running", catalog_options=OPTIONS))
         run_module(sglang_sweep_record, dict(host=HOST, report_dir=str(tmp_path), sweep_name="secrets",
