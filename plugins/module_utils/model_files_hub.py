@@ -33,6 +33,8 @@ from urllib.parse import urlsplit, urlunsplit
 from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import CHUNK, CLIENT_DIR, filter_names
 
 COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
+# RFC 3986, appendix B: the parts of any URL, one that urlsplit refuses too ("http://u:p@[::1/")
+_URL_PARTS = re.compile(r"^(?:[^:/?#]+:)?(?://([^/?#]*))?[^?#]*(?:\?([^#]*))?(?:#(.*))?$", re.S)
 
 
 class HubError(Exception):
@@ -80,11 +82,11 @@ def _scrub(text, token, endpoint=None):
     public = public_endpoint(endpoint)
     if endpoint and public != endpoint:
         text = text.replace(endpoint, public)
-        parts = urlsplit(endpoint)
-        userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
-        values = [v for pair in (parts.query + "&" + parts.fragment).split("&") for v in pair.split("=", 1)[1:]]
-        for secret in sorted({userinfo, parts.password or "", parts.query, parts.fragment, *values}, key=len,
-                             reverse=True):
+        netloc, query, fragment = (part or "" for part in _URL_PARTS.match(endpoint).groups())
+        userinfo = netloc.rsplit("@", 1)[0] if "@" in netloc else ""
+        values = [v for pair in (query + "&" + fragment).split("&") for v in pair.split("=", 1)[1:]]
+        password = userinfo.split(":", 1)[1] if ":" in userinfo else ""
+        for secret in sorted({userinfo, password, query, fragment, *values}, key=len, reverse=True):
             if secret:
                 text = text.replace(secret, "<credentials>")
     return text

@@ -336,6 +336,9 @@ def main():
         result = run(module.params, module.check_mode)
     except FetchError as exc:
         module.fail_json(msg=str(exc), **exc.result)
+    except Exception as exc:  # noqa: BLE001  never a traceback (stderr, the async job's file) that quotes the endpoint
+        module.fail_json(msg="model_files_fetch: %s: %s" % (type(exc).__name__, hub._scrub(
+            str(exc), module.params["token"], endpoint)))
     module.exit_json(**result)
 
 

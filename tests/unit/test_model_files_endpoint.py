@@ -80,3 +80,33 @@ def test_the_modules_result_and_its_invocation_never_show_the_credentials(run_mo
     result = run_module(model_files_fetch, {"source": "hub", "repo_id": "org/../x", "revision": "0" * 40,
                                             "root": "/nonexistent/models", "endpoint": endpoint})
     assert result["failed"] and "s3cret" not in json.dumps(result) and "alice" not in json.dumps(result)
+
+
+@pytest.mark.parametrize("endpoint", ["http://alice:pw9secret@[::1/hf", "http://[::1/hf?token=pw9secret"])
+def test_an_endpoint_no_parser_reads_is_still_scrubbed(endpoint):
+    # urlsplit refuses these ("Invalid IPv6 URL"): the client's error is scrubbed all the same
+    scrubbed = hub._scrub(f"InvalidURL: {endpoint}/api/models/x (pw9secret)", None, endpoint)
+    assert "pw9secret" not in scrubbed and "alice" not in scrubbed
+
+
+@pytest.mark.parametrize("endpoint", ["http://alice:pw9secret@[::1/hf", "http://[::1/hf?token=pw9secret"])
+def test_an_unparsable_endpoint_fails_cleanly_without_the_credentials(run_module, endpoint):
+    from ansible_collections.sglang.deploy.plugins.modules import model_files_fetch
+    result = run_module(model_files_fetch, {"source": "hub", "repo_id": "org/x", "revision": "0" * 40,
+                                            "root": "/nonexistent/models", "endpoint": endpoint})
+    assert result["failed"] and "pw9secret" not in json.dumps(result) and "alice" not in json.dumps(result)
+
+
+def test_an_unexpected_error_is_a_scrubbed_failure_not_a_traceback(run_module, monkeypatch):
+    # a traceback goes to stderr and into the async job's file unmasked: the module fails instead
+    from ansible_collections.sglang.deploy.plugins.modules import model_files_fetch
+    endpoint = "https://alice:pw9secret@mirror.example/hf?token=tok9secret"
+
+    def boom(params, check_mode=False):
+        raise RuntimeError(f"unexpected at {endpoint}/api/models/x: password pw9secret, token tok9secret")
+    monkeypatch.setattr(model_files_fetch, "run", boom)
+    result = run_module(model_files_fetch, {"source": "hub", "repo_id": "org/x", "revision": "0" * 40,
+                                            "root": "/nonexistent/models", "endpoint": endpoint})
+    text = json.dumps(result)
+    assert result["failed"] and "RuntimeError" in result["msg"] and "https://mirror.example/hf" in result["msg"]
+    assert "pw9secret" not in text and "tok9secret" not in text and "alice" not in text
