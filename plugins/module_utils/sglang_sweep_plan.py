@@ -47,8 +47,10 @@ NO_CHANGE = "(no change)"
 _ENV_AXIS = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CANDIDATE_KEYS = ("name", "args", "env")
-# SGLang's --port when none is given (server_args.py), the port roles/sglang_firewall filters then
+# SGLang's --port and --host when none is given (server_args.py); the port roles/sglang_firewall
+# filters then
 DEFAULT_PORT = 30000
+DEFAULT_HOST = "127.0.0.1"
 
 
 class SweepPlanError(ValueError):
@@ -260,11 +262,12 @@ def bind_problem(cands, filtered_port=None):
                         "(sglang_firewall_port): the candidate would serve on a port nothing filters. Fix: "
                         "remove port from the candidate (its settings, sweep_base or the axis); every "
                         "candidate runs on the filtered port" % (cand["label"], value, port))
-        if any(refused_option(f, ("host",)) for f in changed) and norm_value(_bind(args, "host")) != norm_value(
-                _bind(base, "host")):
+        host, bound = (_bind(a, "host") for a in (args, base))
+        host, bound = (DEFAULT_HOST if h is None else h for h in (host, bound))
+        if any(refused_option(f, ("host",)) for f in changed) and norm_value(host) != norm_value(bound):
             return ("candidate %r sets --host %s, but the canary binds %s, the address its firewall and "
                     "the server's guards judged. Fix: remove host from the candidate (its settings, "
-                    "sweep_base or the axis)" % (cand["label"], _bind(args, "host"), _bind(base, "host")))
+                    "sweep_base or the axis)" % (cand["label"], host, bound))
     return ""
 
 

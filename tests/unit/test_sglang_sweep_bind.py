@@ -54,6 +54,9 @@ def test_a_candidate_on_another_address_is_refused(args):
 
 def test_the_same_address_is_no_change():
     assert problem({"name": "same", "args": {"host": "10.0.0.5", "max-running-requests": 4}}) == ""
+    # SGLang's default bind, spelt out
+    assert problem({"name": "same", "args": {"host": "127.0.0.1"}}, current={"model-path": "/m"}) == ""
+    assert "the canary binds 127.0.0.1" in problem({"name": "x", "args": {"host": "::"}}, current={"model-path": "/m"})
 
 
 @pytest.mark.parametrize("value", [["x", "--port", "31000"], ["x", "--po=31000"], ["--host", "0.0.0.0"]])
