@@ -185,6 +185,7 @@ class Host:
 def run(config, host, now):
     paths = paths_of(config)
     state = read_json(paths["state"]) or wd.new_state()
+    before = state.get("note")
     hold = read_json(paths["hold"])
     held = wd.hold_active(hold, now)
     obs = {"held": held, "hold_reason": (hold or {}).get("reason")}
@@ -216,7 +217,9 @@ def run(config, host, now):
     write_json(paths["state"], state)
     listed = {u: (serving(w) and wd.ADD not in actions and wd.REMOVE not in actions) for u, w in seen.items()}
     write_textfile(config, render(config["service"], state, now, bool(obs.get("probe_ok")), held, listed))
-    if actions or state.get("note") != "serving":
+    # a line when something was done or the verdict changed (not one per run of a long hold)
+    if actions or (state.get("note") != before and not state.get("note", "").startswith("serving")) \
+            or state.get("failures"):
         log("%s%s" % (state.get("note"), ("; did: " + ", ".join(actions)) if actions else ""))
     return 0
 
