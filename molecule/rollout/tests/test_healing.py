@@ -87,8 +87,10 @@ def test_a_hung_server_leaves_both_gateways_is_restarted_and_rejoins_while_clien
     state = watchdog_state(HUNG)
     assert state["restarts_total"] == before + 1, state
     assert not state["out"] and not state["given_up"], state
-    incidents = sh(HUNG, "ls /var/lib/sglang-watchdog/incidents/ | tail -n 1")
-    assert "sglang" in sh(HUNG, f"cat /var/lib/sglang-watchdog/incidents/{incidents}/journal.txt")
+    incident = "/var/lib/sglang-watchdog/incidents/" + sh(HUNG, "ls /var/lib/sglang-watchdog/incidents/ | tail -n 1")
+    # what the operator reads afterwards: the hung process's own last lines, the kernel's Xid lines
+    assert f"[{pid}]:" in sh(HUNG, f"cat {incident}/journal.txt"), sh(HUNG, f"tail -n 5 {incident}/journal.txt")
+    assert {"journal.txt", "kernel-xid.txt", "state.json"} <= set(sh(HUNG, f"ls {incident}").split())
     failed = traffic.failed()
     sent_late = [(t, err) for t, ok, err in traffic.requests if not ok and t > left_at]
     cut_late = [(s, err) for s, _, _, err in traffic.long if err and s > left_at]
