@@ -169,7 +169,12 @@ def test_the_role_installs_every_module_the_program_imports():
     from pathlib import Path
     import yaml
     root = Path(__file__).resolve().parents[2]
-    listed = set(yaml.safe_load((root / "roles/sglang_watchdog/vars/main.yml").read_text())["_sglang_watchdog_modules"])
+    entries = yaml.safe_load((root / "roles/sglang_watchdog/vars/main.yml").read_text())["_sglang_watchdog_files"]
+    listed = {re.fullmatch(r"\{\{ _sglang_watchdog_lib \}\}/(\w+)\.py", e["path"]).group(1)
+              for e in entries if e["path"].startswith("{{ _sglang_watchdog_lib }}/")}
+    for name in listed:  # each read from the module of its own name
+        entry = next(e for e in entries if e["path"] == "{{ _sglang_watchdog_lib }}/" + name + ".py")
+        assert f"_sglang_watchdog_src ~ '/{name}.py'" in entry["content"], entry
     files = [root / "roles/sglang_watchdog/files/sglang_watchdog_run.py"] + [
         root / "plugins/module_utils" / (name + ".py") for name in listed]
     imported = set()
