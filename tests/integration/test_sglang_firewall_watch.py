@@ -105,8 +105,8 @@ def test_the_role_installs_the_watch_only_when_it_is_on():
     assert imports == {"watch.yml": "sglang_firewall_watch | bool", "watch_absent.yml": "not (sglang_firewall_watch | bool)"}
     # the firewall's removal removes the watch first, before the table and the ruleset go
     remove = yaml.safe_load((ROLE / "tasks" / "remove.yml").read_text())
-    assert remove[0] == {"name": remove[0]["name"], "ansible.builtin.import_tasks": "watch_absent.yml"}
-    assert "sglang.deploy.sglang_firewall_absent" in remove[1]
+    assert remove[0]["sglang.deploy.sglang_firewall_absent"]["watch"] == "{{ _sglang_firewall_watch_unit }}"
+    assert remove[0]["sglang.deploy.sglang_firewall_absent"]["watch_script"] == "{{ _sglang_firewall_watch_script }}"
     absent = yaml.safe_load((ROLE / "tasks" / "watch_absent.yml").read_text())
     text = yaml.safe_dump(absent)
     for path in (".timer", ".service", "_sglang_firewall_watch_script"):

@@ -67,3 +67,32 @@ def test_the_server_units_drop_in_goes_with_the_firewall(tmp_path, run_module):
     args = dict(_args(tmp_path), server_dropin=str(dropin))
     out = run_module(sglang_firewall_absent, args, check_mode=True)
     assert out["changed"] is True and out["removed"] == [str(dropin)] and dropin.exists()
+
+
+def _watch(tmp_path):
+    timer, service = tmp_path / "sglang-firewall-watch.timer", tmp_path / "sglang-firewall-watch.service"
+    script = tmp_path / "libexec" / "sglang-firewall-watch"
+    return timer, service, script, dict(_args(tmp_path), watch="sglang-firewall-watch", watch_script=str(script))
+
+
+def test_the_watch_goes_first_check_mode_names_it_and_keeps_it(tmp_path, run_module):
+    """The watch's timer would load the table again: it is named (and, for real, stopped and
+    disabled) before the firewall's own unit and ruleset."""
+    timer, service, script, args = _watch(tmp_path)
+    script.parent.mkdir()
+    for path in (timer, service, script, tmp_path / "sglang-firewall.service"):
+        path.write_text("x\n")
+    out = run_module(sglang_firewall_absent, args, check_mode=True)
+    assert out["changed"] is True
+    assert out["removed"] == ["unit sglang-firewall-watch.timer (stopped, disabled)", str(service), str(script),
+                              "unit sglang-firewall.service (stopped, disabled)"]
+    assert timer.exists() and service.exists() and script.exists()
+
+
+def test_a_watch_script_left_alone_is_removed_and_nothing_else_is_touched(tmp_path, run_module):
+    _, _, script, args = _watch(tmp_path)
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    out = run_module(sglang_firewall_absent, args)
+    assert out["changed"] is True and out["removed"] == [str(script)] and not script.exists()
+    assert run_module(sglang_firewall_absent, args)["changed"] is False
