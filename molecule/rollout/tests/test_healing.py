@@ -104,32 +104,6 @@ def test_a_hung_server_leaves_both_gateways_is_restarted_and_rejoins_while_clien
 
 
 @pytest.mark.usefixtures("known_good")
-def test_a_held_host_is_left_alone_even_when_hung():
-    """A rollout's turn holds the watchdog (roles/sglang_rollout, tasks_from: hold): a server
-    stopped during it is neither restarted nor taken out by the watchdog."""
-    host = HOSTS[1]
-    pid = main_pid(host)
-    before = watchdog_state(host).get("restarts_total", 0)
-    sh(host, "sglang-watchdog hold --for 0 --reason test")
-    try:
-        sh(host, f"kill -STOP {pid}")
-        time.sleep(30)  # six runs: twice the failures that restart an unheld host
-        assert main_pid(host) == pid
-        assert watchdog_state(host).get("restarts_total", 0) == before
-        assert 'sglang_watchdog_held{service="sglang"} 1' in sh(host, "cat /var/lib/prometheus/node-exporter/sglang_watchdog.prom")
-    finally:
-        sh(host, f"kill -CONT {pid}")
-        assert sh(host, "sglang-watchdog release") == "released"
-    # stopped 30 s, past the gateways' failure window (3 checks 10 s apart): smg keeps probing a
-    # worker it lists unhealthy (roles/sglang_gateway/README.md), so it serves again by itself
-    with GatewayTraffic(HOSTS) as traffic:
-        start = time.monotonic()
-        wait_for_listing(traffic, "every host healthy", lambda seen: seen == EVERY_HOST_HEALTHY, timeout=BACK_WITHIN_S)
-    figure(f"a held host stopped 30 s (kill -STOP): not restarted by its watchdog; listed healthy in both gateways "
-           f"{time.monotonic() - start:.0f} s after it resumed, without Ansible")
-
-
-@pytest.mark.usefixtures("known_good")
 def test_a_gateway_that_restarted_gets_every_worker_back_without_ansible():
     """smg keeps no worker across its restart (roles/sglang_gateway/README.md): each host's
     watchdog finds itself missing and registers again, with its key."""
@@ -148,16 +122,11 @@ def _listing_ok(traffic):
         return False
 
 
-@pytest.mark.usefixtures("known_good")
-def test_a_long_generation_is_not_a_hang():
-    """Generations that keep the server busy for several watchdog runs: every probe is answered
-    or sees tokens move, so nothing is counted, nothing restarted."""
-    host = HOSTS[0]
-    pid, before = main_pid(host), watchdog_state(host).get("restarts_total", 0)
-    since = sh(host, "date +%s")
+def _long_generations(host, took, busy):
+    """Three waves of 8 generations of 1500 tokens at once on `host`: the server busy for several
+    runs of its watchdog. Each one's seconds go to `took`, the three waves' to `busy`."""
     body = json.dumps({"model": "tiny-qwen2", "temperature": 0, "max_tokens": 1500, "ignore_eos": True,
                        "messages": [{"role": "user", "content": "Count slowly."}]}).encode()
-    took = []
 
     def generate():
         req = urllib.request.Request(f"http://{ip_of(host)}:30000/v1/chat/completions", data=body,
@@ -168,15 +137,49 @@ def test_a_long_generation_is_not_a_hang():
         took.append(time.monotonic() - start)
 
     start = time.monotonic()
-    for _ in range(3):  # three waves of 8 at once: the server busy for several runs of the watchdog
+    for _ in range(3):
         threads = [threading.Thread(target=generate) for _ in range(8)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
-    busy = time.monotonic() - start
+    busy.append(time.monotonic() - start)
+
+
+@pytest.mark.usefixtures("known_good")
+def test_a_held_host_is_left_alone_even_when_hung_and_a_long_generation_is_not_a_hang():
+    """Two hosts at once. A rollout's turn holds the watchdog (roles/sglang_rollout, tasks_from:
+    hold): a server stopped during it is neither restarted nor taken out by the watchdog. On
+    another host, generations that keep the server busy for several watchdog runs: every probe is
+    answered or sees tokens move, so nothing is counted, nothing restarted."""
+    held, busy_host = HOSTS[1], HOSTS[0]
+    pid, before = main_pid(held), watchdog_state(held).get("restarts_total", 0)
+    busy_pid, busy_before = main_pid(busy_host), watchdog_state(busy_host).get("restarts_total", 0)
+    since = sh(busy_host, "date +%s")
+    took, waves = [], []
+    generations = threading.Thread(target=_long_generations, args=(busy_host, took, waves))
+    generations.start()
+    sh(held, "sglang-watchdog hold --for 0 --reason test")
+    try:
+        sh(held, f"kill -STOP {pid}")
+        time.sleep(30)  # six runs: twice the failures that restart an unheld host
+        assert main_pid(held) == pid
+        assert watchdog_state(held).get("restarts_total", 0) == before
+        assert 'sglang_watchdog_held{service="sglang"} 1' in sh(held, "cat /var/lib/prometheus/node-exporter/sglang_watchdog.prom")
+    finally:
+        sh(held, f"kill -CONT {pid}")
+        assert sh(held, "sglang-watchdog release") == "released"
+        generations.join()
+    busy = waves[0] if waves else 0.0
+    # stopped 30 s, past the gateways' failure window (3 checks 10 s apart): smg keeps probing a
+    # worker it lists unhealthy (roles/sglang_gateway/README.md), so it serves again by itself
+    with GatewayTraffic(HOSTS) as traffic:
+        resumed = time.monotonic()
+        wait_for_listing(traffic, "every host healthy", lambda seen: seen == EVERY_HOST_HEALTHY, timeout=BACK_WITHIN_S)
+    figure(f"a held host stopped 30 s (kill -STOP): not restarted by its watchdog; listed healthy in both gateways "
+           f"{time.monotonic() - resumed:.0f} s after it resumed, without Ansible")
     assert len(took) == 24 and busy > 3 * 5, f"the generations did not keep the server busy for three runs: {busy:.1f} s"
-    assert main_pid(host) == pid and watchdog_state(host).get("restarts_total", 0) == before
-    journal = sh(host, f"journalctl -u sglang-watchdog --since @{since} --no-pager -o cat")
+    assert main_pid(busy_host) == busy_pid and watchdog_state(busy_host).get("restarts_total", 0) == busy_before
+    journal = sh(busy_host, f"journalctl -u sglang-watchdog --since @{since} --no-pager -o cat")
     assert "probe failed" not in journal, journal[-2000:]
     figure(f"24 generations of 1500 tokens on one host, 8 at once, busy {busy:.0f} s: no watchdog probe counted a failure")
