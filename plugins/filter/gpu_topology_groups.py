@@ -11,16 +11,20 @@ roles/gpu_host gathered (plugins/module_utils/gpu_topology_groups.py does the gr
   crosses_sockets, cross_socket (the sentence when no grouping keeps each group within one
   socket) and unused.
 
-Not wired into a role yet, so not yet in FilterModule.filters(): the collection's contract
-(tests/unit/test_collection_layout.py, test_every_filter_of_the_collection_is_used_outside_the_tests)
-refuses a filter that no playbook, role or template uses. The change that renders
-CUDA_VISIBLE_DEVICES adds ``"gpu_topology_groups": gpu_topology_groups`` to filters() and calls
-it as ``gpu_host_facts | sglang.deploy.gpu_topology_groups(tp=4, dp=2)``.
+- gpu_topology_env(gpu_host_facts, flags, env): plugins/module_utils/gpu_topology_env.py's
+  gpu_order: whether the server gets CUDA_VISIBLE_DEVICES in the grouped order, the variable,
+  the lines that say which GPUs each DP rank got and why, and the warnings. Used by
+  roles/sglang_flags (defaults/main.yml, the server's environment; tasks/model.yml, the report).
+
+gpu_topology_groups itself is not in FilterModule.filters(): no role calls it (the collection's
+contract, tests/unit/test_collection_layout.py, refuses a filter that no playbook, role or
+template uses); gpu_topology_env is how the grouping reaches the roles.
 Unit tests: tests/unit/test_gpu_topology_groups.py.
 """
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_env import gpu_order
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_groups import (
     GroupingError, plan_groups_from_facts)
 
@@ -35,8 +39,15 @@ def gpu_topology_groups(facts, tp=1, pp=1, dp=1):
         raise AnsibleFilterError("gpu_topology_groups: %s" % exc)
 
 
+def gpu_topology_env(facts, flags, env=None):
+    if flags is not None and not isinstance(flags, dict):
+        raise AnsibleFilterError("gpu_topology_env expects the launch flags (a dict), got %s"
+                                 % type(flags).__name__)
+    return gpu_order(facts, flags, env)
+
+
 class FilterModule(object):
-    """GPU grouping for data-parallel replicas; exported once a role uses it (see above)."""
+    """GPU grouping for data-parallel replicas (see above)."""
 
     def filters(self):
-        return {}
+        return {"gpu_topology_env": gpu_topology_env}

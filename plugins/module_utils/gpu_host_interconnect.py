@@ -25,52 +25,71 @@ def _path_kind(value):
     return value
 
 
+# Columns that follow the device columns of the header, in the order nvidia-smi prints them;
+# their names hold a space, so they are found by name, not by splitting the header.
+_TRAILING_COLUMNS = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID")
+_TRAILING_KEYS = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity"}
+_GPU_NAME = re.compile(r"^GPU\d+$")
+
+
+def _header_index(lines):
+    """Index of the header line: its first word is GPU0 and its second is not a cell ('X')."""
+    for index, line in enumerate(lines):
+        words = line.split()
+        if words and words[0] == "GPU0" and (len(words) == 1 or words[1] != "X"):
+            return index
+    return None
+
+
+def _split_header(header):
+    """(device columns, trailing column names) of the header line.
+
+    Device columns are every GPU and NIC, whatever a driver names the NICs (NIC0 on newer
+    drivers, mlx5_0 or mlx4_0 on older ones); trailing columns are CPU Affinity, NUMA Affinity
+    and GPU NUMA ID, those a driver prints.
+    """
+    text = header.strip()
+    first = _TRAILING_COLUMNS.search(text)
+    if first is None:
+        return text.split(), []
+    return text[:first.start()].split(), _TRAILING_COLUMNS.findall(text[first.start():])
+
+
 def parse_topo_matrix(text):
-    """Parse ``nvidia-smi topo -m``.
+    """Parse ``nvidia-smi topo -m``, tab separated as printed or space separated as pasted.
 
     Returns {'gpus': ['GPU0', ...], 'matrix': {'GPU0': {'GPU1': 'PIX', ...}, ...},
              'cpu_affinity': {'GPU0': '0-15'}, 'numa_affinity': {'GPU0': '0'}}.
-    NIC rows and columns are ignored; only GPU x GPU cells are kept.
+    NIC rows and columns are ignored (NIC0 or a device name such as mlx5_0); only GPU x GPU
+    cells are kept. The legends after the table are skipped. A trailing column the driver
+    does not print (no NUMA Affinity on older drivers) is absent from the result.
     """
     lines = strip_ansi(text).splitlines()
-    header = None
-    for line in lines:
-        if re.match(r"^\s+GPU0\b", line) or re.match(r"^\t+GPU0\b", line):
-            header = line
-            break
-    if header is None:
+    index = _header_index(lines)
+    if index is None:
         raise ParseError("no 'GPU0' header line in nvidia-smi topo -m output")
-    # Header columns are tab separated; 'CPU Affinity' holds a space, so split on tabs/2+ spaces.
-    columns = [col.strip() for col in re.split(r"\t+|\s{2,}", header.strip()) if col.strip()]
-    gpu_cols = [col for col in columns if re.match(r"^GPU\d+$", col)]
+    devices, trailing = _split_header(lines[index])
+    gpu_cols = [col for col in devices if _GPU_NAME.match(col)]
     matrix = {}
-    cpu_affinity = {}
-    numa_affinity = {}
-    for line in lines:
-        match = re.match(r"^(GPU\d+)\s+(.*)$", line)
-        if not match:
+    found = {"cpu_affinity": {}, "numa_affinity": {}}
+    for line in lines[index + 1:]:
+        words = line.split()
+        if not words or not _GPU_NAME.match(words[0]):
             continue
-        row_name = match.group(1)
-        cells = [cell.strip() for cell in re.split(r"\t+|\s{2,}|\s", match.group(2).strip())
-                 if cell.strip()]
-        if len(cells) < len(gpu_cols):
-            raise ParseError("topo row %s has %d cells for %d GPU columns"
-                             % (row_name, len(cells), len(gpu_cols)))
-        row = {}
-        for col, cell in zip(columns, cells):
-            if col in gpu_cols and col != row_name:
-                row[col] = cell
-        matrix[row_name] = row
-        rest = cells[len([c for c in columns if re.match(r"^(GPU|NIC)\d+$", c)]):]
-        if rest:
-            cpu_affinity[row_name] = rest[0]
-        if len(rest) > 1:
-            numa_affinity[row_name] = rest[1]
+        row_name, cells = words[0], words[1:]
+        if len(cells) < len(devices):
+            raise ParseError("topo row %s has %d cells for %d device columns"
+                             % (row_name, len(cells), len(devices)))
+        matrix[row_name] = dict((col, cell) for col, cell in zip(devices, cells)
+                                if col in gpu_cols and col != row_name)
+        for name, value in zip(trailing, cells[len(devices):]):
+            if name in _TRAILING_KEYS:
+                found[_TRAILING_KEYS[name]][row_name] = value
     if set(matrix) != set(gpu_cols):
         raise ParseError("topo rows %s do not match GPU columns %s"
                          % (sorted(matrix), gpu_cols))
-    return {"gpus": gpu_cols, "matrix": matrix, "cpu_affinity": cpu_affinity,
-            "numa_affinity": numa_affinity}
+    return {"gpus": gpu_cols, "matrix": matrix, "cpu_affinity": found["cpu_affinity"],
+            "numa_affinity": found["numa_affinity"]}
 
 
 def summarize_interconnect(topo):

@@ -3,6 +3,7 @@ gpu_host_interconnect.py) and of empty_facts (gpu_host_gather.py) on real and do
 
 import json
 import os
+import re
 
 import pytest
 from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_gather as gather
@@ -15,6 +16,8 @@ FIX = os.path.join(ROOT, "tests", "fixtures", "gpu-host")
 H200 = os.path.join(FIX, "h200-1gpu-ubuntu2404")
 RTX = os.path.join(FIX, "rtxpro6000-8gpu-pcie")
 NVL = os.path.join(FIX, "h100-8gpu-nvlink")
+TITANX = os.path.join(FIX, "titanx-4gpu-dual-socket-mlx4")
+QUDA = os.path.join(FIX, "pcie-8gpu-dual-socket-interleaved")
 
 
 def read(*parts):
@@ -183,6 +186,53 @@ def test_topo_mixed_nvlink_pairs_is_pcie_profile():
     assert summary["has_nvlink"] is True and summary["all_nvlink"] is False
     assert summary["worst_path"] == "SYS"
     assert interconnect.comm_profile(3, summary) == "pcie"
+
+
+def test_topo_older_layout_named_nic_columns_and_numa_affinity():
+    """Public capture (README.md): mlx4_0/mlx4_1 NIC columns, CPU and NUMA Affinity, a legend,
+    space separated as pasted, after the shell prompt line."""
+    topo = interconnect.parse_topo_matrix(read(TITANX, "nvidia-smi-topo-m.txt"))
+    assert topo["gpus"] == ["GPU0", "GPU1", "GPU2", "GPU3"]
+    assert topo["matrix"] == {
+        "GPU0": {"GPU1": "PHB", "GPU2": "SYS", "GPU3": "SYS"},
+        "GPU1": {"GPU0": "PHB", "GPU2": "SYS", "GPU3": "SYS"},
+        "GPU2": {"GPU0": "SYS", "GPU1": "SYS", "GPU3": "PHB"},
+        "GPU3": {"GPU0": "SYS", "GPU1": "SYS", "GPU2": "PHB"},
+    }
+    assert topo["cpu_affinity"] == {"GPU0": "0-5", "GPU1": "0-5", "GPU2": "6-11", "GPU3": "6-11"}
+    assert topo["numa_affinity"] == {"GPU0": "0", "GPU1": "0", "GPU2": "1", "GPU3": "1"}
+    summary = interconnect.summarize_interconnect(topo)
+    assert summary["path_counts"] == {"PHB": 2, "SYS": 4}
+    assert summary["cross_socket"] is True and summary["best_path"] == "PHB"
+
+
+def test_topo_older_layout_tab_separated_header_without_indent():
+    """The same capture as nvidia-smi prints it (tabs) and as some pastes hold it (the header
+    flush left, like its rows): the same result."""
+    text = read(TITANX, "nvidia-smi-topo-m.txt")
+    expected = interconnect.parse_topo_matrix(text)
+    lines = text.splitlines()
+    table = text[:text.index("Legend:")]
+    tabbed = re.sub(r" {2,}", "\t", table) + text[len(table):]
+    flush = "\n".join(line.lstrip() if line.lstrip().startswith("GPU0 ") else line for line in lines)
+    assert flush != text and tabbed != text
+    assert interconnect.parse_topo_matrix(tabbed) == expected
+    assert interconnect.parse_topo_matrix(flush) == expected
+
+
+def test_topo_oldest_layout_no_numa_column():
+    """Public capture of an older driver (README.md): a named mlx5_0 column, CPU Affinity only."""
+    topo = interconnect.parse_topo_matrix(read(QUDA, "nvidia-smi-topo-m-public.txt"))
+    assert topo["cpu_affinity"]["GPU0"] == "0-13" and topo["cpu_affinity"]["GPU7"] == "14-27"
+    assert topo["numa_affinity"] == {}
+    assert "mlx5_0" not in topo["matrix"]["GPU4"] and topo["matrix"]["GPU4"]["GPU5"] == "PIX"
+
+
+def test_topo_short_row_is_refused():
+    text = read(TITANX, "nvidia-smi-topo-m.txt").replace("GPU3    SYS     SYS     PHB      X      SYS     PHB",
+                                                         "GPU3    SYS     SYS     PHB")
+    with pytest.raises(nvidia.ParseError, match="GPU3 has 5 cells for 6 device columns"):
+        interconnect.parse_topo_matrix(text)
 
 
 def test_topo_garbage():

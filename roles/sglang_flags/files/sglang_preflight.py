@@ -11,6 +11,8 @@ Input: one JSON object on stdin (by hand: ``python sglang_preflight.py < request
      "simulate_sm": "12.0",           # optional: pretend to be this CUDA GPU (CPU test machines)
      "simulate_memory_mib": 97887,    # optional: its memory (RTX PRO 6000 Blackwell: 96 GB)
      "gpu_count": 8,                  # optional: GPUs the host has (gpu_host facts)
+     "layout_source": "...",          # plugins/module_utils/sglang_parallel_layout.py's text
+                                      #   (by hand from the repository: read from there)
      "rules": {...}, "renames": {...}, "waive": [...]}   # host rules from the rules table
 
 Output: one JSON object on stdout (everything SGLang prints goes to stderr)::
@@ -153,6 +155,43 @@ def _apply_simulation(v, sm_text, memory_mib):
            f"GPU probes simulated as SM{major}.{minor} with {memory_mib} MiB (CPU test machine)")
 
 
+def _layout_module(request):
+    """plugins/module_utils/sglang_parallel_layout.py, the one owner of the GPU count (the
+    offline rule tp-exceeds-gpu-count counts with it too): host_validate.yml sends its text in
+    the request; run by hand from the repository, it is read from there. None if neither."""
+    name = "sglang_parallel_layout.py"
+    source = request.get("layout_source")
+    here = globals().get("__file__")
+    if not source and here:
+        path = os.path.join(os.path.dirname(os.path.abspath(here)), "..", "..", "..", "plugins",
+                            "module_utils", name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as fh:
+                source = fh.read()
+    if not source:
+        return None
+    namespace = {"__name__": "sglang_parallel_layout"}
+    exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the collection's own file
+    return namespace
+
+
+def check_gpu_count(v, sa, request, gpu_count):
+    """Rule host-tp-exceeds-gpu-count: the GPUs the parsed flags need (dp x tp x pp / nnodes,
+    attention DP inside tp) against the GPUs the host has, ``gpu_count`` (None: not known)."""
+    layout = _layout_module(request)
+    if layout is None:
+        v.error("preflight", "tp", "the GPU count cannot be checked: the request holds no "
+                "layout_source (plugins/module_utils/sglang_parallel_layout.py)",
+                "run the check through roles/sglang_flags (host_validate.yml)", "preflight")
+        return
+    flags = layout["flags_from_server_args"](sa)
+    need = layout["gpus_needed"](flags)
+    if gpu_count in (None, "") or need <= int(gpu_count):
+        return
+    v.host_rule("host-tp-exceeds-gpu-count", "tp-size", value=need, layout=layout["layout_text"](flags),
+                gpu_count=gpu_count)
+
+
 def main(request, v):
     argv = request.get("argv")
     if not isinstance(argv, list) or not all(isinstance(t, str) for t in argv):
@@ -206,8 +245,6 @@ def main(request, v):
 
         if importlib.util.find_spec("mscclpp") is None:
             v.host_rule("host-mscclpp-not-importable", "enable-mscclpp", value=sys.executable)
-    need = -(-int(getattr(sa, "tp_size", 1) or 1) * int(getattr(sa, "pp_size", 1) or 1)
-             // max(int(getattr(sa, "nnodes", 1) or 1), 1))
     gpu_count = request.get("gpu_count")
     simulate = request.get("simulate_sm") or ""
     if gpu_count in (None, "") and not simulate and getattr(sa, "device", None) not in ("cpu",):
@@ -218,8 +255,7 @@ def main(request, v):
                 gpu_count = torch.cuda.device_count()
         except Exception as exc:  # noqa: BLE001 - report, do not crash
             v.warn("gpu-count", "tp", f"could not count GPUs: {exc}")
-    if gpu_count not in (None, "") and need > int(gpu_count):
-        v.host_rule("host-tp-exceeds-gpu-count", "tp", value=need, gpu_count=gpu_count)
+    check_gpu_count(v, sa, request, gpu_count)
     if not model_ok:
         return 1  # the resolver would try to fetch the model from the Hub
 
