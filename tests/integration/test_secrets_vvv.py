@@ -1,6 +1,6 @@
 """No key, token or endpoint credential in what ansible-playbook -vvv prints (each module's
 invocation.module_args included), in the files the modules write, in Ansible's log or in the
-async job's file (issue 43). Through ansible-playbook on this machine (connection local, no
+async job's file. Through ansible-playbook on this machine (connection local, no
 network): the sweep's plan and record modules with an API key in the flags, HF_TOKEN in the
 environment and a key smuggled inside a list value, as roles/sglang_sweep calls them and without
 the secrets option; a model fetch in the background whose endpoint (user:password@, a bare
