@@ -28,7 +28,7 @@ import os
 import re
 import shutil
 import sys
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import CHUNK, CLIENT_DIR, filter_names
 
@@ -85,8 +85,12 @@ def _scrub(text, token, endpoint=None):
         netloc, query, fragment = (part or "" for part in _URL_PARTS.match(endpoint).groups())
         userinfo = netloc.rsplit("@", 1)[0] if "@" in netloc else ""
         values = [v for pair in (query + "&" + fragment).split("&") for v in pair.split("=", 1)[1:]]
-        password = userinfo.split(":", 1)[1] if ":" in userinfo else ""
-        for secret in sorted({userinfo, password, query, fragment, *values}, key=len, reverse=True):
+        # a bare user (https://user@mirror) is its userinfo; the client quotes these decoded too
+        # (user%40corp as user@corp, tok%2B as tok+)
+        user, _, password = userinfo.partition(":")
+        found = {userinfo, user, password, query, fragment, *values}
+        found |= {decode(v) for v in found for decode in (unquote, unquote_plus)}
+        for secret in sorted(found, key=len, reverse=True):
             if secret:
                 text = text.replace(secret, "<credentials>")
     return text

@@ -136,3 +136,56 @@ def redact_settings(settings, options=None):
         out["candidates"] = [dict(c, args=redact_args(c.get("args") or {}, options),
                                   env=redact_env(c.get("env") or {})) if isinstance(c, dict) else c for c in cands]
     return out
+
+
+# What Ansible masks: a module masks a string wherever it occurs in what it returns (its arguments
+# as -vvv prints them included), so a value this short is left out: "1" would turn every 1 and
+# every number holding one into ********. The files and labels redact such a value all the same;
+# the server's output redaction skips values under 4 characters too
+# (roles/sglang_server/files/sitecustomize.py, MIN_LENGTH).
+MASK_MIN_LENGTH = 4
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return set().union(*(_leaves(v) for v in value.values()))
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_leaves(v) for v in value))
+    return set() if value is None or isinstance(value, bool) else {str(value)}
+
+
+def hidden_values(original, shown):
+    """The values the redaction hid: each value of ``original`` whose counterpart in ``shown`` (the
+    same structure as redacted above) is ``<redacted>``, or ``--flag=<redacted>`` for an item
+    ``--flag=VALUE``. The redaction decides what is secret; this only reads what it replaced."""
+    if isinstance(original, dict) and isinstance(shown, dict):
+        return set().union(*(hidden_values(v, shown[k]) for k, v in original.items() if k in shown))
+    if isinstance(original, (list, tuple)) and isinstance(shown, (list, tuple)) and len(original) == len(shown):
+        return set().union(*(hidden_values(a, b) for a, b in zip(original, shown)))
+    if not (isinstance(shown, str) and shown.endswith(REDACTED)) or original == shown:
+        return set()
+    prefix = shown[:-len(REDACTED)]
+    if prefix and isinstance(original, str) and original.startswith(prefix):
+        return {original[len(prefix):]}
+    return _leaves(original)
+
+
+def maskable(values):
+    """``values`` as a module's no_log values: strings of at least MASK_MIN_LENGTH, longest first."""
+    return sorted((v for v in values if len(v) >= MASK_MIN_LENGTH), key=lambda v: (-len(v), v))
+
+
+def plan_secrets(current_args, current_env, base=None, axes=None, candidates=None, options=None):
+    """The secret values among a sweep plan's inputs (sglang_sweep_plan's current_args,
+    current_env, base, axes and candidates): what the modules that get them have Ansible mask.
+    Every candidate's values come from these, so they cover every candidate's too."""
+    settings = {"base": base or {}, "axes": axes or {}, "candidates": candidates or []}
+    original = {"args": current_args or {}, "env": current_env or {}, "settings": settings}
+    shown = {"args": redact_args(original["args"], options), "env": redact_env(original["env"]),
+             "settings": redact_settings(settings, options)}
+    return maskable(hidden_values(original, shown))
+
+
+def candidate_secrets(cand, options=None):
+    """The secret values of one candidate as sglang_sweep_plan returned it with reveal."""
+    return maskable(hidden_values(cand, redact_candidate(cand, options))) if isinstance(cand, dict) else []

@@ -33,7 +33,8 @@ options:
   time_budget: {description: Seconds the whole run may take; sets this run's deadline., type: int, default: 7200}
   keep_best: {description: Whether the play keeps the winner on the canary (stored in the sweep file)., type: bool, default: false}
   filtered_port: {description: "The port roles/sglang_firewall filters (sglang_firewall_port); unset: the baseline's --port, else 30000 (the firewall's default). A candidate that sets --port to another port, or --host to another address than the baseline's (any spelling, or inside a list value), is refused before any candidate starts.", type: int}
-  reveal: {description: "Return the candidates with their secret values (what the play launches): only for a task with no_log (roles/sglang_sweep, tasks/main.yml). Otherwise candidates and todo show secret flags, secret options inside list values and credential variables (HF_TOKEN) as <redacted>, as sweep.json does, so -v shows no key.", type: bool, default: false}
+  reveal: {description: "Return the candidates with their secret values (what the play launches): only for a task with no_log (roles/sglang_sweep, tasks/main.yml) and without I(secrets); refused otherwise. Otherwise candidates and todo show secret flags, secret options inside list values and credential variables (HF_TOKEN) as <redacted>, as sweep.json does, so -v shows no key.", type: bool, default: false}
+  secrets: {description: "The secret values among the arguments (the sglang_sweep_secrets filter): Ansible masks them in everything the module returns and logs, its arguments (-vvv) included, also when an argument is refused before the module's own code runs. Without it the module masks the values it finds itself once its arguments are accepted.", type: list, elements: str, default: []}
   catalog_options: {description: "The host's flag catalog's option strings (sglang_flags_catalog.options): an abbreviation of a secret flag (api-k) is redacted as the flag it resolves to; empty: any prefix of a secret flag is.", type: list, elements: str, default: []}
 author: [sglang_deploy]
 """
@@ -66,7 +67,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, bind_problem, expand
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import redact_candidate, redact_settings, secret_of
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import (
+    plan_secrets,
+    redact_candidate,
+    redact_settings,
+    secret_of,
+)
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import SWEEP_ARGS, iso, read_sweep, sweep_dir, write_sweep
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import done as done_keys
 
@@ -85,12 +91,22 @@ ARGUMENT_SPEC = dict(
     catalog_options=dict(type="list", elements="str", default=[]),
     filtered_port=dict(type="int"),
     reveal=dict(type="bool", default=False),
+    # only the secret strings are no_log: a no_log dict option would mask each of its values (a
+    # port, a path) wherever it occurs in the output (docs/security.md, "Secrets in Ansible's output")
+    secrets=dict(type="list", elements="str", default=[], no_log=True),
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
+    if not p["reveal"] or p["secrets"] or not module.no_log:
+        module.no_log_values.update(plan_secrets(p["current_args"], p["current_env"], p["base"], p["axes"],
+                                                 p["candidates"], p["catalog_options"]))
+    if p["reveal"] and (p["secrets"] or not module.no_log):
+        module.fail_json(msg="sweep %s: reveal returns the secret values the candidates launch with: only for a "
+                             "task with no_log: true and without secrets (whose values Ansible masks in the "
+                             "result)" % p["sweep_name"])
     try:
         directory = sweep_dir(p["report_dir"], p["sweep_name"], p["host"])
         cands = expand(p["current_args"], p["current_env"], p["base"], p["axes"], p["candidates"],

@@ -31,6 +31,7 @@ options:
   probe: {description: "The registered sglang_probe result (result, failures); empty when the server never started.", type: dict, default: {}}
   journal: {description: Journal lines read after the measurement (crash under load)., type: list, elements: str, default: []}
   catalog_options: {description: "The host's flag catalog's option strings, as given to sglang_sweep_plan: the record's flags and changes show secret flags (abbreviations resolved through it) as <redacted>.", type: list, elements: str, default: []}
+  secrets: {description: "The secret values among the arguments (the sglang_sweep_secrets filter, as given to sglang_sweep_plan): Ansible masks them in everything the module returns and logs, its arguments (-vvv) included, also when an argument is refused before the module's own code runs. Without it the module masks the candidate's secret values itself once its arguments are accepted.", type: list, elements: str, default: []}
 author: [sglang_deploy]
 """
 
@@ -65,7 +66,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model i
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import redact_lines
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_classify import classify
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, candidate_key
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import redact_candidate, redact_env
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import candidate_secrets, redact_candidate, redact_env
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import (
     FINISHED,
     RUNNING,
@@ -89,6 +90,8 @@ ARGUMENT_SPEC = dict(
     probe=dict(type="dict", default={}),
     journal=dict(type="list", elements="str", default=[]),
     catalog_options=dict(type="list", elements="str", default=[]),
+    # the secret strings alone, as sglang_sweep_plan takes them (why: a comment there)
+    secrets=dict(type="list", elements="str", default=[], no_log=True),
 )
 
 
@@ -96,6 +99,7 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     cand = p["candidate"]
+    module.no_log_values.update(candidate_secrets(cand, p["catalog_options"]))  # -vvv shows the arguments
     try:
         directory = sweep_dir(p["report_dir"], p["sweep_name"], p["host"])
         key = candidate_key(cand.get("args") or {}, cand.get("env") or {})

@@ -36,6 +36,20 @@ def test_a_client_error_is_scrubbed_of_token_and_credentials():
     assert "https://mirror.example/api" in scrubbed
 
 
+@pytest.mark.parametrize("endpoint, secrets", [
+    ("https://bob9user@mirror.example/hf", ["bob9user"]),  # a bare user name, no password
+    ("https://bob9user@mirror.example:8443", ["bob9user"]),
+    # percent-encoded in the URL, decoded by the client in what it quotes (a Basic auth user, a query value)
+    ("https://bob9user%40corp:pw9%2Fsecret@mirror.example/hf", ["bob9user@corp", "pw9/secret", "bob9user%40corp"]),
+    ("https://mirror.example/hf?token=tok9%2Bsecret", ["tok9+secret", "tok9%2Bsecret"]),
+])
+def test_a_bare_or_encoded_user_is_scrubbed_from_a_client_error(endpoint, secrets):
+    text = "ConnectError for %s/api/models/x (auth %s)" % (endpoint, " ".join(secrets))
+    scrubbed = hub._scrub(text, None, endpoint)
+    assert not [s for s in secrets if s in scrubbed], scrubbed
+    assert "https://mirror.example" in scrubbed
+
+
 def test_a_query_token_is_scrubbed_from_a_client_error():
     endpoint = "https://mirror.example/hf?token=hf_q123&user=bob"
     text = f"404 Client Error for url: {endpoint}/api/models/x (token hf_q123)"
@@ -73,7 +87,8 @@ def test_every_task_that_passes_the_endpoint_hides_its_output_when_it_has_creden
     assert found == 4  # per revision (shared, host): the quick check and the background fetch
 
 
-@pytest.mark.parametrize("endpoint", ["https://alice:s3cret@mirror.example/hf", "https://mirror.example/hf?token=s3cret"])
+@pytest.mark.parametrize("endpoint", ["https://alice:s3cret@mirror.example/hf", "https://mirror.example/hf?token=s3cret",
+                                      "https://alice@mirror.example/hf"])
 def test_the_modules_result_and_its_invocation_never_show_the_credentials(run_module, endpoint):
     # what -vvv prints and what an async job leaves in ~/.ansible_async: the module's result
     from ansible_collections.sglang.deploy.plugins.modules import model_files_fetch

@@ -43,7 +43,8 @@ def test_plan_writes_the_sweep_file_and_returns_the_candidates(run_module, tmp_p
                       "max-running-requests=4 OMP_NUM_THREADS=2", "refused"]
     assert out["todo"] == out["candidates"] and out["done"] == []
     assert out["candidates"][0]["args"]["api-key"] == "<redacted>"  # what -v shows
-    revealed = run_module(sglang_sweep_plan, plan_args(tmp_path, reveal=True), check_mode=True)  # the play's no_log task
+    revealed = run_module(sglang_sweep_plan, plan_args(tmp_path, reveal=True, _ansible_no_log=True),
+                          check_mode=True)  # the play's no_log task
     assert revealed["candidates"][0]["args"]["api-key"] == "s3cret-key"  # the play launches with it
     b = out["budget"]
     assert b["worst_case_s"] == 5 * 240 and b["time_budget_s"] == 1800 and b["candidate_timeout_s"] == 240

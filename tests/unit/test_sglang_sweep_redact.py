@@ -48,7 +48,8 @@ def _sweep(tmp_path):
 
 def test_the_sweep_files_labels_and_lines_hold_no_secret(run_module, tmp_path):
     plan = run_module(sglang_sweep_plan, _sweep(tmp_path))
-    launch = run_module(sglang_sweep_plan, dict(_sweep(tmp_path), reveal=True), check_mode=True)  # the play's no_log task
+    launch = run_module(sglang_sweep_plan, dict(_sweep(tmp_path), reveal=True, _ansible_no_log=True),
+                        check_mode=True)  # the play's no_log task
     launched = [c for c in launch["candidates"] if c["args"].get("api-k") == SECRET]
     assert launched, launch["candidates"]  # the play launches with the value
     assert not any(c["args"].get("api-k") == SECRET for c in plan["candidates"])  # -v shows no key

@@ -51,7 +51,7 @@ def test_the_result_at_v_and_sweep_json_hold_no_secret(run_module, tmp_path):
 
 
 def test_reveal_returns_what_the_play_launches(run_module, tmp_path):
-    out = plan(run_module, tmp_path, check_mode=True, reveal=True)  # as the role's no_log task
+    out = plan(run_module, tmp_path, check_mode=True, reveal=True, _ansible_no_log=True)  # the role's no_log task
     assert out["candidates"][0]["args"]["api-key"] == SECRETS[0]
     assert out["candidates"][0]["env"]["HF_TOKEN"] == SECRETS[3]
     assert out["candidates"][1]["args"]["lora-paths"] == ["x", "--api-key", SECRETS[2]]
@@ -77,7 +77,9 @@ def test_the_role_launches_from_a_no_log_plan_and_shows_the_redacted_one():
     assert "reveal" not in shown["sglang.deploy.sglang_sweep_plan"] and not shown.get("no_log")
     args = dict(launch["sglang.deploy.sglang_sweep_plan"])
     assert args.pop("reveal") is True and launch["no_log"] is True and launch["check_mode"] is True
-    assert args == shown["sglang.deploy.sglang_sweep_plan"]
+    # the values it reveals would be masked: the no_log task passes no secrets, the shown plan does
+    assert "secrets" not in args and shown["sglang.deploy.sglang_sweep_plan"]["secrets"] == "{{ _sglang_sweep_secrets }}"
+    assert args == {k: v for k, v in shown["sglang.deploy.sglang_sweep_plan"].items() if k != "secrets"}
     text = yaml.safe_dump(tasks)
     assert "_sglang_sweep_plan.todo" not in text and "_sglang_sweep_launch.todo" in text
     with open(os.path.join(ROOT, "roles", "sglang_sweep", "tasks", "keep_best.yml"), encoding="utf-8") as fh:
