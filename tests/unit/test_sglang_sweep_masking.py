@@ -85,3 +85,23 @@ def test_the_logged_invocation_and_a_refused_argument_hold_no_secret(run_module,
     run_module(sglang_sweep_plan, plan_args(tmp_path, secrets=secrets))
     assert logged and "Invoked with" in logged[-1] and "31234" in logged[-1]
     assert not [s for s in SECRETS if s in " ".join(logged)], logged
+
+
+def test_the_candidate_s_journal_is_shown_only_through_the_record():
+    """SGLang logs its server_args, the key among them, at start: the tasks that read and keep a
+    candidate's journal print nothing at any verbosity (no_log); the record redacts it."""
+    from pathlib import Path
+    import yaml
+
+    def tasks(node):
+        for task in node if isinstance(node, list) else []:
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from tasks(task.get(key))
+
+    path = Path(__file__).resolve().parents[2] / "roles/sglang_sweep/tasks/candidate.yml"
+    journal = [t for t in tasks(yaml.safe_load(path.read_text()))
+               if "journalctl" in str(t.get("ansible.builtin.command", ""))
+               or "_sglang_sweep_journal_read" in str(t.get("ansible.builtin.set_fact", ""))]
+    assert len(journal) == 2, [t.get("name") for t in journal]  # the read and the keep
+    assert all(t.get("no_log") is True for t in journal), [t.get("name") for t in journal]
