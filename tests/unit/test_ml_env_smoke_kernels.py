@@ -100,3 +100,15 @@ def test_kernel_runner_on_cpu_with_real_torch():
     assert res["ok"] is True and res["max_err"] <= m.TOLERANCE["torch"]
     res = m.run_kernel("flashinfer", torch, "cpu", "9.0")  # a CUDA-only kernel: fails on the CPU
     assert res["ok"] is False and res["error"].startswith("kernel flashinfer (flashinfer.norm.rmsnorm")
+
+
+def test_h100_reading_passes_torch_and_names_the_missing_libraries():
+    # tests/fixtures/device/h100-smoke-kernels.txt: the device script on the lent H100 (torch only)
+    path = os.path.join(ROOT, "tests", "fixtures", "device", "h100-smoke-kernels.txt")
+    lines = dict(line.split(": ", 1) for line in open(path, encoding="utf-8").read().splitlines())
+    default, required = json.loads(lines["default"]), json.loads(lines["required"])
+    torch_run = default["kernels"]["torch"]
+    assert default["ok"] and m.judge("torch", torch_run["kernel"], torch_run["max_err"], "9.0") is None
+    assert default["kernels"]["flashinfer"]["ok"] is None and default["kernels"]["sgl_kernel"]["ok"] is None
+    assert not required["ok"] and [e.split(" (")[0] for e in required["errors"]] == ["kernel flashinfer",
+                                                                                   "kernel sgl_kernel"]
