@@ -94,14 +94,6 @@ def test_role_passes_the_kernels_list():
     assert "'kernels': ml_env_smoke_kernels" in install
 
 
-def test_kernel_runner_on_cpu_with_real_torch():
-    torch = pytest.importorskip("torch")
-    res = m.run_kernel("torch", torch, "cpu", "9.0")
-    assert res["ok"] is True and res["max_err"] <= m.TOLERANCE["torch"]
-    res = m.run_kernel("flashinfer", torch, "cpu", "9.0")  # a CUDA-only kernel: fails on the CPU
-    assert res["ok"] is False and res["error"].startswith("kernel flashinfer (flashinfer.norm.rmsnorm")
-
-
 def test_h100_reading_passes_torch_and_names_the_missing_libraries():
     # tests/fixtures/device/h100-smoke-kernels.txt: the device script on the lent H100 (torch only)
     path = os.path.join(ROOT, "tests", "fixtures", "device", "h100-smoke-kernels.txt")
