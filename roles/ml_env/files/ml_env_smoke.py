@@ -1,17 +1,37 @@
 """Smoke test of a new ml_env generation, run with that generation's python.
 
 usage: python ml_env_smoke.py '{"imports": [...], "expect_torch_cuda": "13.0", "expect_sm": "12.0",
-                                "min_versions": {"nvidia-cudnn-cu13": "9.10.2"}}'
+                                "min_versions": {"nvidia-cudnn-cu13": "9.10.2"},
+                                "kernels": ["torch", "flashinfer", "sgl_kernel"]}'
 Prints one JSON line: {"ok": bool, "versions": {...}, "errors": [...]}; exits 1 when not ok.
 min_versions: installed distributions (their metadata, not an import) that must be at least
 that version; each one found is listed in versions as "dist:<name>".
+kernels: with expect_sm set, one real kernel of each of these libraries runs on the GPU and is
+compared with a float32 torch reference ("kernels" in the output; roles/ml_env/README.md).
 """
 import importlib
 import importlib.metadata
+import importlib.util
 import json
+import math
 import re
 import sys
+import time
 import traceback
+
+KERNELS = ("torch", "flashinfer", "sgl_kernel")
+EPS = 1e-6
+# largest |kernel - reference| over the reference's largest |value|: bf16 keeps 8 significant
+# bits (2**-8 = 0.004), fp16 11 (0.0005); a kernel built for another SM gives garbage or NaN
+TOLERANCE = {"torch": 0.02, "flashinfer": 0.01, "sgl_kernel": 0.01}
+HINTS = {
+    "torch": "install a torch build for SM {sm} and the driver's CUDA (ml_env_expect_torch_cuda)",
+    "flashinfer": "the FlashInfer packages lack kernels for SM {sm}: install flashinfer-cubin and "
+                  "flashinfer-jit-cache of flashinfer-python's version built for it, or a CUDA "
+                  "toolkit for FlashInfer's JIT (docs/ml-env-checks.md)",
+    "sgl_kernel": "sgl-kernel is built for another GPU arch or CUDA: install the sgl-kernel wheel "
+                  "for SM {sm} and this torch's CUDA",
+}
 
 
 def _release(version):
@@ -35,6 +55,138 @@ def check_min_versions(wanted, out, version_of=importlib.metadata.version):
         if _release(found) < _release(minimum):
             out["ok"] = False
             out["errors"].append(f"{dist} {found} is installed; at least {minimum} is required")
+
+
+def rel_err(diff_max, ref_max):
+    """max|kernel - reference| / max|reference|; NaN or inf stays so (and fails the judgement)."""
+    if not math.isfinite(diff_max) or not math.isfinite(ref_max):
+        return float("nan")
+    return diff_max / ref_max if ref_max > 0 else diff_max
+
+
+def judge(lib, kernel, err, sm, tolerance=None):
+    """None when `err` is within the library's tolerance, else the error naming all of it."""
+    tol = TOLERANCE[lib] if tolerance is None else tolerance
+    if err <= tol:  # False for NaN
+        return None
+    return (f"kernel {lib} ({kernel}): result differs from the float32 torch reference by {err:.3g} "
+            f"(tolerance {tol}): {HINTS[lib].format(sm=sm)}")
+
+
+def plan(names, imports, installed=lambda n: importlib.util.find_spec(n) is not None):
+    """(library, action) for each library of `names`: "run" when installed (an import error is
+    then a finding), "missing" when not installed but in `imports`, else "skip"; "unknown"."""
+    def action(n):
+        if n not in KERNELS:
+            return "unknown"
+        return "run" if installed(n) else "missing" if n in imports else "skip"
+    return [(n, action(n)) for n in names]
+
+
+def gpu_gate(sm, have_torch, cuda_available):
+    """Why no kernel can run although `sm` expects a GPU; None when they can (or none is expected)."""
+    if not sm:
+        return None
+    if not have_torch:
+        return f"kernels: expect_sm {sm} is set but torch cannot be imported, so no GPU kernel can run"
+    if not cuda_available:
+        return (f"kernels: expect_sm {sm} is set but torch.cuda.is_available() is False: no GPU is "
+                "visible to the generation's python (driver, CUDA_VISIBLE_DEVICES) or torch has no CUDA")
+    return None
+
+
+def _rmsnorm_case(torch, dev):
+    x = torch.randn(4, 1024, device=dev, dtype=torch.float16)
+    w = (torch.rand(1024, device=dev) + 0.5).half()
+    xf = x.float()
+    return x, w, xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()
+
+
+def case_torch(torch, dev):
+    a = torch.randn(256, 256, device=dev).bfloat16()
+    b = torch.randn(256, 256, device=dev).bfloat16()
+    return lambda: a @ b, a.float() @ b.float()
+
+
+def case_flashinfer(torch, dev):
+    try:  # flashinfer.norm.rmsnorm, also exported as flashinfer.rmsnorm
+        fn = importlib.import_module("flashinfer.norm").rmsnorm
+    except (ImportError, AttributeError):
+        fn = importlib.import_module("flashinfer").rmsnorm
+    x, w, ref = _rmsnorm_case(torch, dev)
+    return lambda: fn(x, w, EPS), ref
+
+
+def case_sgl_kernel(torch, dev):
+    fn = importlib.import_module("sgl_kernel").rmsnorm
+    x, w, ref = _rmsnorm_case(torch, dev)
+    return lambda: fn(x, w, EPS), ref
+
+
+CASES = {"torch": ("bf16 matmul 256x256", case_torch),
+         "flashinfer": ("flashinfer.norm.rmsnorm fp16 (4, 1024)", case_flashinfer),
+         "sgl_kernel": ("sgl_kernel.rmsnorm fp16 (4, 1024)", case_sgl_kernel)}
+
+
+def run_kernel(lib, torch, dev, sm):
+    """{ok, kernel, ms, max_err} of one library's kernel on `dev`, or {ok: False, error}."""
+    kernel, case = CASES[lib]
+    try:
+        torch.manual_seed(0)
+        call, ref = case(torch, dev)
+        sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+        sync()
+        start = time.perf_counter()
+        got = call()
+        sync()
+        ms = (time.perf_counter() - start) * 1e3
+        err = rel_err((got.float() - ref).abs().max().item(), ref.abs().max().item())
+    except BaseException:  # noqa: BLE001 - any failure of the kernel is the finding
+        last = traceback.format_exc().strip().splitlines()[-1]
+        return {"ok": False, "kernel": kernel,
+                "error": f"kernel {lib} ({kernel}) failed: {last}: {HINTS[lib].format(sm=sm)}"}
+    return verdict(lib, kernel, ms, err, sm)
+
+
+def verdict(lib, kernel, ms, err, sm):
+    """The JSON result of a kernel that ran: {ok, kernel, ms, max_err[, error]}."""
+    error = judge(lib, kernel, err, sm)
+    res = {"ok": error is None, "kernel": kernel, "ms": round(ms, 3),
+           "max_err": float(f"{err:.3g}") if math.isfinite(err) else str(err)}
+    return dict(res, error=error) if error else res
+
+
+def check_kernels(cfg, out, dev="cuda"):
+    """The kernels step: only with expect_sm set; adds out["kernels"] and its errors."""
+    sm = cfg.get("expect_sm") or ""
+    if not sm:
+        return
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            torch = importlib.import_module("torch")
+        except BaseException:  # noqa: BLE001 - gpu_gate names it
+            torch = None
+    gate = gpu_gate(sm, torch is not None, torch is not None and torch.cuda.is_available())
+    if gate:
+        out["ok"] = False
+        out["errors"].append(gate)
+        return
+    out["kernels"] = {}
+    for lib, action in plan(cfg.get("kernels", KERNELS), cfg.get("imports", [])):
+        if action == "unknown":
+            res = {"ok": False, "error": f"kernels: unknown library {lib!r} (known: {', '.join(KERNELS)})"}
+        elif action == "skip":
+            res = {"ok": None, "skipped": f"{lib} is not installed in this generation"}
+        elif action == "missing":
+            res = {"ok": False, "error": f"kernel {lib} ({CASES[lib][0]}) cannot run: {lib} is in the "
+                                        "smoke imports but not installed: add it to ml_env_packages"}
+        else:
+            res = run_kernel(lib, torch, dev, sm)
+        out["kernels"][lib] = res
+        if res["ok"] is False:
+            out["ok"] = False
+            out["errors"].append(res["error"])
 
 
 def main():
@@ -77,6 +229,7 @@ def main():
     elif want_cuda:
         out["ok"] = False
         out["errors"].append("torch is not installed, but a CUDA version was expected")
+    check_kernels(cfg, out)
     print(json.dumps(out, sort_keys=True))
     sys.exit(0 if out["ok"] else 1)
 

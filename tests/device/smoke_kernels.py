@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""ml_env's smoke test, its kernels step, on a real GPU machine: one real kernel of each GPU
+library installed here (torch's bf16 matmul, FlashInfer's and sgl-kernel's fp16 rmsnorm) against
+a float32 torch reference (roles/ml_env/files/ml_env_smoke.py, roles/ml_env/README.md).
+
+Run on a GPU machine from the repository root, with the python that has torch (no Ansible; the
+smoke script is loaded from its file, as install.yml copies it into a generation):
+
+    python tests/device/smoke_kernels.py
+
+It prints two JSON lines, the step as the role runs it for this GPU's SM:
+  default:  ml_env_smoke_kernels as the defaults name them, ml_env_smoke_imports [torch];
+  required: flashinfer and sgl_kernel also in the smoke imports (the production inventory's
+            setting), so a library that is not installed is an error naming it, not a skip.
+The lent GPU machine has torch 2.11 only (no FlashInfer, no SGLang/sgl-kernel): there only
+torch's kernel runs, and FlashInfer and sgl_kernel are reported as not installed (skipped in the
+first line, errors in the second). Exits 0 when the default step passed.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMOKE = os.path.join(ROOT, "roles", "ml_env", "files", "ml_env_smoke.py")
+
+
+def load_smoke():
+    spec = importlib.util.spec_from_file_location("ml_env_smoke", SMOKE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main():
+    smoke = load_smoke()
+    if not torch.cuda.is_available():
+        print("no CUDA device visible to torch %s" % torch.__version__)
+        return 2
+    sm = "%d.%d" % torch.cuda.get_device_capability(0)
+    print("gpu: %s, SM %s, torch %s (CUDA %s)" % (torch.cuda.get_device_name(0), sm, torch.__version__,
+                                                   torch.version.cuda))
+    verdicts = {}
+    for label, imports in (("default", ["torch"]), ("required", ["torch", "flashinfer", "sgl_kernel"])):
+        cfg = {"imports": imports, "expect_sm": sm, "kernels": list(smoke.KERNELS)}
+        out = {"ok": True, "versions": {}, "errors": []}
+        smoke.check_kernels(cfg, out)
+        verdicts[label] = out["ok"]
+        print("%s: %s" % (label, json.dumps(out, sort_keys=True)))
+    return 0 if verdicts["default"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

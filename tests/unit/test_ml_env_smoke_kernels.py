@@ -1,0 +1,106 @@
+"""ml_env's smoke test, its kernels step (roles/ml_env/files/ml_env_smoke.py): with expect_sm set,
+a real kernel of torch, FlashInfer and sgl-kernel runs on the GPU against a float32 torch
+reference. Here (no GPU) the decisions are tested: which libraries run, when no kernel can run,
+the tolerance judgement and the errors it writes; the kernels themselves run in
+tests/device/smoke_kernels.py. The kernel runner is tested on the CPU when torch is installed."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMOKE = os.path.join(ROOT, "roles", "ml_env", "files", "ml_env_smoke.py")
+ROLE = os.path.join(ROOT, "roles", "ml_env")
+from ansible_collections.sglang.deploy.roles.ml_env.files import ml_env_smoke as m  # noqa: E402  after SMOKE, which the tests also run as a script
+
+
+def smoke(cfg):
+    """The script as install.yml runs it, with no GPU visible to it."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, SMOKE, json.dumps(cfg)], capture_output=True, text=True,
+                          check=False, env=env)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_cpu_profile_runs_no_kernel_and_adds_no_error():
+    rc, out = smoke({"imports": [], "kernels": list(m.KERNELS)})
+    assert rc == 0 and out["ok"] and out["errors"] == [] and "kernels" not in out
+    rc, out = smoke({"imports": [], "expect_sm": "", "kernels": list(m.KERNELS)})
+    assert rc == 0 and "kernels" not in out
+
+
+def test_expected_gpu_without_cuda_is_an_error_naming_it():
+    # torch absent here, or present without a visible GPU: either way no kernel can run
+    rc, out = smoke({"imports": [], "expect_sm": "9.0"})
+    assert rc == 1 and not out["ok"] and "kernels" not in out
+    assert [e for e in out["errors"] if e.startswith("kernels: expect_sm 9.0 is set but torch")]
+
+
+def test_gpu_gate():
+    assert m.gpu_gate("", False, False) is None
+    assert m.gpu_gate("12.0", True, True) is None
+    assert "torch cannot be imported" in m.gpu_gate("12.0", False, False)
+    assert "torch.cuda.is_available() is False" in m.gpu_gate("12.0", True, False)
+
+
+def test_plan_runs_installed_skips_absent_and_refuses_listed_missing():
+    def installed(name):
+        return name in {"torch", "sgl_kernel"}
+
+    assert m.plan(m.KERNELS, [], installed) == [("torch", "run"), ("flashinfer", "skip"), ("sgl_kernel", "run")]
+    assert m.plan(m.KERNELS, ["torch", "flashinfer", "sglang"], installed) == [
+        ("torch", "run"), ("flashinfer", "missing"), ("sgl_kernel", "run")]
+    assert m.plan(["sgl_kernel", "vllm"], [], installed) == [("sgl_kernel", "run"), ("vllm", "unknown")]
+    assert m.plan([], ["flashinfer"], installed) == []
+
+
+def test_rel_err():
+    assert m.rel_err(0.5, 4.0) == 0.125
+    assert m.rel_err(0.5, 0.0) == 0.5
+    assert math.isnan(m.rel_err(float("nan"), 4.0)) and math.isnan(m.rel_err(1.0, float("inf")))
+
+
+def test_judgement_within_and_beyond_tolerance():
+    assert m.judge("torch", "bf16 matmul", 0.0017, "12.0") is None
+    assert m.judge("torch", "bf16 matmul", m.TOLERANCE["torch"], "12.0") is None
+    err = m.judge("flashinfer", "flashinfer.norm.rmsnorm", 0.9, "12.0")
+    assert err.startswith("kernel flashinfer (flashinfer.norm.rmsnorm): result differs from the float32 "
+                          "torch reference by 0.9 (tolerance 0.01)")
+    assert "SM 12.0" in err and "flashinfer-cubin" in err and "flashinfer-jit-cache" in err
+    assert "another GPU arch" in m.judge("sgl_kernel", "sgl_kernel.rmsnorm", 0.02, "12.0")
+    assert m.judge("sgl_kernel", "sgl_kernel.rmsnorm", 0.02, "12.0", tolerance=0.05) is None
+    assert "by nan" in m.judge("torch", "bf16 matmul", float("nan"), "9.0")
+
+
+def test_verdict_is_json_and_fails_on_nan():
+    ok = m.verdict("torch", "bf16 matmul 256x256", 1.23456, 0.00171234, "9.0")
+    assert ok == {"ok": True, "kernel": "bf16 matmul 256x256", "ms": 1.235, "max_err": 0.00171}
+    bad = m.verdict("sgl_kernel", "sgl_kernel.rmsnorm fp16 (4, 1024)", 0.1, float("nan"), "12.0")
+    assert bad["ok"] is False and bad["max_err"] == "nan" and "kernel sgl_kernel" in bad["error"]
+    assert json.loads(json.dumps(bad, allow_nan=False)) == bad
+
+
+def test_role_passes_the_kernels_list():
+    defaults = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml"), encoding="utf-8"))
+    spec = yaml.safe_load(open(os.path.join(ROLE, "meta", "argument_specs.yml"), encoding="utf-8"))
+    option = spec["argument_specs"]["main"]["options"]["ml_env_smoke_kernels"]
+    assert defaults["ml_env_smoke_kernels"] == option["default"] == option["choices"] == list(m.KERNELS)
+    install = open(os.path.join(ROLE, "tasks", "install.yml"), encoding="utf-8").read()
+    assert "'kernels': ml_env_smoke_kernels" in install
+
+
+def test_h100_reading_passes_torch_and_names_the_missing_libraries():
+    # tests/fixtures/device/h100-smoke-kernels.txt: the device script on the lent H100 (torch only)
+    path = os.path.join(ROOT, "tests", "fixtures", "device", "h100-smoke-kernels.txt")
+    lines = dict(line.split(": ", 1) for line in open(path, encoding="utf-8").read().splitlines())
+    default, required = json.loads(lines["default"]), json.loads(lines["required"])
+    torch_run = default["kernels"]["torch"]
+    assert default["ok"] and m.judge("torch", torch_run["kernel"], torch_run["max_err"], "9.0") is None
+    assert default["kernels"]["flashinfer"]["ok"] is None and default["kernels"]["sgl_kernel"]["ok"] is None
+    assert not required["ok"] and [e.split(" (")[0] for e in required["errors"]] == ["kernel flashinfer",
+                                                                                   "kernel sgl_kernel"]
