@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
