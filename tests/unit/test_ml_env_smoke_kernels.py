@@ -2,7 +2,7 @@
 a real kernel of torch, FlashInfer and sgl-kernel runs on the GPU against a float32 torch
 reference. Here (no GPU) the decisions are tested: which libraries run, when no kernel can run,
 the tolerance judgement and the errors it writes; the kernels themselves run in
-tests/device/smoke_kernels.py. The kernel runner is tested on the CPU when torch is installed."""
+tests/device/smoke_kernels.py (its reading: tests/fixtures/device/h100-smoke-kernels.txt)."""
 
 import json
 import math
