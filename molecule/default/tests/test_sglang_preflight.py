@@ -20,6 +20,7 @@ testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SCRIPT = os.path.join(ROOT, "roles", "sglang_flags", "files", "sglang_preflight.py")
+LAYOUT = os.path.join(ROOT, "plugins", "module_utils", "sglang_parallel_layout.py")
 QWEN35_LOCAL = os.path.join(ROOT, "tests", "fixtures", "flags", "qwen3.5-397b-a17b-nvfp4")
 QWEN35 = "/tmp/preflight/qwen3.5-397b-a17b-nvfp4"
 with open(os.path.join(ROOT, "inventories", "local", "group_vars", "all", "sglang.yml"), encoding="utf-8") as _fh:
@@ -63,7 +64,10 @@ def _rules():
 
 
 def preflight(argv, **request):
-    req = dict(_rules(), argv=argv, **request)
+    """The script run as host_validate.yml runs it: the rules, the argv and the GPU count's one
+    owner (plugins/module_utils/sglang_parallel_layout.py) by its text."""
+    with open(LAYOUT, encoding="utf-8") as fh:
+        req = dict(_rules(), argv=argv, layout_source=fh.read(), **request)
     t0 = time.monotonic()
     proc = subprocess.run(["docker", "exec", "-i", HOST, PYTHON, "/tmp/preflight/sglang_preflight.py"],
                           input=json.dumps(req), capture_output=True, text=True, timeout=300, check=False)
