@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down ci-demo lint unit check molecule test-scenario test bench verify-quick gate-check clean drift figures figures-check collection
+.PHONY: help disk setup tools docker image wheelhouse demo demo-hosts demo-down ci-demo lint unit check molecule test-scenario test bench verify-quick gate-check heal-check clean drift figures figures-check collection
 
 help:
 	@echo "make demo       local container hosts + deploy.yml + verification report"
@@ -19,6 +19,7 @@ help:
 	@echo "make test-scenario S=rollout  one Molecule scenario alone (its setup included)"
 	@echo "make bench      our benchmark client vs sglang.benchmark.serving (interleaved medians)"
 	@echo "make gate-check the speed gates on the demo hosts: no false failure, a throttled host caught"
+	@echo "make heal-check a demo host's server hung (kill -STOP): out of the gateway, restarted, back, by its watchdog"
 	@echo "make drift      the newest sglang on production's indexes against every inventory's profile"
 	@echo "make figures    docs/figures.md, the generated page of figures, from docs/figures.yml and reports/"
 	@echo "make collection reports/sglang-deploy-<version>.tar.gz, the collection sglang.deploy as ansible-galaxy builds it"
@@ -188,6 +189,9 @@ collection: tools      ## reports/sglang-deploy-<version>.tar.gz
 	$(BIN)/ansible-galaxy collection build --force --output-path reports
 
 GATE_CHECK_RUNS ?= 10
+heal-check: tools      ## a demo host's server hung for real: its watchdog takes it out, restarts it, puts it back (no Ansible)
+	$(BIN)/python scripts/heal-check.py
+
 gate-check: tools      ## verify.yml N times on the unchanged demo hosts (0 gate failures), then one host throttled (caught)
 	$(BIN)/python scripts/gate-check.py --runs $(GATE_CHECK_RUNS)
 
