@@ -19,7 +19,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_groups 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import (
     FlagModelError, normalize_args)
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_parallel_layout import (
-    LayoutError, layout)
+    LayoutError, gpus_needed, layout)
 
 VAR = "CUDA_VISIBLE_DEVICES"
 
@@ -50,7 +50,8 @@ def gpu_order(facts, flags, env=None):
     if not count:
         return _result("no GPUs in gpu_host_facts (not gathered here, or a host without GPUs)")
     try:
-        lay = layout(normalize_args(flags or {}))
+        args = normalize_args(flags or {})
+        lay = layout(args)
     except (FlagModelError, LayoutError) as exc:
         return _result("the flags cannot be read (the lint names why): %s" % exc)
     tp, pp, dp = lay["tp"], lay["pp"], lay["dp"]
@@ -58,9 +59,9 @@ def gpu_order(facts, flags, env=None):
         return _result("--nnodes %d: one server over several hosts is not grouped" % lay["nnodes"])
     if dp == 1 and tp * pp >= count:
         return _result("one replica over all %d GPUs: the order does not choose its all-reduce" % count)
-    if dp * tp * pp > count:
+    if gpus_needed(args) > count:  # the count's one owner, as tp-exceeds-gpu-count counts
         return _result("dp x tp x pp = %d GPUs on a host of %d: refused by tp-exceeds-gpu-count"
-                       % (dp * tp * pp, count))
+                       % (gpus_needed(args), count))
     if count > 1 and not (facts.get("interconnect") or {}).get("matrix"):
         return _result("gpu_host_facts hold no topology (interconnect.matrix): GPUs kept in index order")
     try:
