@@ -119,38 +119,18 @@ test-scenario:
 	@test -n "$(S)" || { echo "usage: make test-scenario S=<one of: $(MOLECULE_SCENARIOS)>"; exit 2; }
 	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS="$(S)"
 
-# `make test`, in two phases that each keep both cores busy (one scenario alone leaves about half
-# of them idle: one host's tasks run one after another):
-# 1. `make check`, with beside it the scenarios that start no SGLang server and time nothing
-#    (MOLECULE_BESIDE_CHECK: the CUDA toolkit's apt path, the GPU host's preflight) and the
-#    first serving scenario brought up to its converge (it builds the ml_env generation);
-# 2. that scenario's verifier beside the other serving scenario, whole (it gets the generation
-#    as hard links). Their timings are taken under each other's load: the tests record no speed
-#    baseline (molecule/shared/fleet.py), so no regression gate compares figures measured under
-#    different load; the absolute floors, probes and quality gate still judge every change.
-# Each log is shown once its phase is done; `make test-scenario` still runs one alone.
+# `make test`: everything CI runs, scheduled by scripts/test-phases.sh so that both cores stay busy:
+# `make check` with beside it the scenarios that start no server (MOLECULE_BESIDE_CHECK) and the
+# first serving scenario whole (MOLECULE_FIRST: up to its converge, then its verifier), then the
+# second serving scenario (MOLECULE_SECOND) once the check is green. TEST_THEN names a target run
+# after the first scenario, beside the second (.ci/run: ci-demo). Timings are taken under each
+# other's load (the script says why that is safe); `make test-scenario` still runs one alone.
 MOLECULE_BESIDE_CHECK ?= cuda_toolkit gpu_host
 MOLECULE_FIRST ?= default
 MOLECULE_SECOND ?= rollout
+TEST_THEN ?=
 test: disk setup
-	mkdir -p reports
-	./scripts/molecule-run.sh $(MOLECULE_BESIDE_CHECK) > reports/molecule-beside-check.log 2>&1 & beside=$$!; \
-	  ./scripts/molecule-run.sh --until converge $(MOLECULE_FIRST) > reports/molecule-first-up.log 2>&1 & up=$$!; \
-	  rc=0; $(MAKE) --no-print-directory check || rc=$$?; \
-	  brc=0; wait $$beside || brc=$$?; urc=0; wait $$up || urc=$$?; \
-	  echo "=== beside make check: molecule $(MOLECULE_BESIDE_CHECK) (rc=$$brc), its log:"; \
-	  cat reports/molecule-beside-check.log; \
-	  echo "=== beside make check: molecule $(MOLECULE_FIRST) up to its converge (rc=$$urc), its log:"; \
-	  cat reports/molecule-first-up.log; \
-	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ] && [ $$urc -eq 0 ] || { $(BIN)/molecule destroy -s $(MOLECULE_FIRST) >/dev/null 2>&1; exit 1; }
-	./scripts/molecule-run.sh --from verify $(MOLECULE_FIRST) > reports/molecule-first-verify.log 2>&1 & first=$$!; \
-	  rc=0; ./scripts/molecule-run.sh $(MOLECULE_SECOND) || rc=$$?; \
-	  frc=0; wait $$first || frc=$$?; \
-	  echo "=== beside molecule $(MOLECULE_SECOND): molecule $(MOLECULE_FIRST)'s verifier (rc=$$frc), its log:"; \
-	  cat reports/molecule-first-verify.log; \
-	  echo "=== figures measured by the scenarios (reports/test-figures.log)"; \
-	  cat reports/test-figures.log 2>/dev/null || echo "(none)"; \
-	  [ $$rc -eq 0 ] && [ $$frc -eq 0 ]
+	./scripts/test-phases.sh "$(MOLECULE_BESIDE_CHECK)" $(MOLECULE_FIRST) $(MOLECULE_SECOND) $(TEST_THEN)
 
 BENCH_HOST ?= sglang-local-1
 bench: tools           ## ours vs sglang.benchmark.serving at concurrency 1, interleaved pairs, medians

@@ -11,6 +11,13 @@ grep -E '^=== molecule test -s' "$log" | tail -n 1 | sed 's/^=== /last started: 
 echo "--- the slowest Molecule tests (pytest --durations of each scenario's verifier)"
 grep -E '^[0-9]+\.[0-9]+s (call|setup|teardown) +' "$log" | sort -rn | head -n 15 || true
 grep -E '::[^ ]+ (FAILED|ERROR)|^(FAILED|ERROR) [^-]|CRITICAL|^make: \*\*\*' "$log" | tail -n 15 || true
+echo "--- cores busy (reports/cpu.log: % of both, per 5 minutes from the start; idle time is room to schedule)"
+awk '{busy = $3 + $4 + $5 + $8 + $9 + $10; total = busy + $6 + $7}
+     NR > 1 {w = int(($1 - t0) / 300); b[w] += busy - pb; a[w] += total - pt; n = w}
+     NR == 1 {t0 = $1}
+     {pb = busy; pt = total}
+     END {for (i = 0; i <= n; i++) if (a[i] > 0) printf "%d ", 100 * b[i] / a[i]; print ""}' \
+  "$(dirname "$log")/cpu.log" 2>/dev/null || echo "(no samples)"
 echo "--- disk"
 df -h "$root" /var/lib/docker 2>/dev/null
 du -sh "$root/.cache/wheelhouse" "$root/.cache/ml-envs" 2>/dev/null

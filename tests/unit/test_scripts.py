@@ -51,3 +51,69 @@ def test_ci_report_shows_scenario_times_and_failed_tests(tmp_path):
     assert "make: *** [Makefile:57: molecule] Terminated" in out
     assert "RETRYING" not in out and "PASSED" not in out
     assert "--- disk" in out and "--- memory" in out
+
+
+def test_ci_report_shows_how_busy_the_cores_were_per_5_minutes(tmp_path):
+    # /proc/stat's cpu line after the sample's time: user nice system idle iowait irq softirq steal
+    (tmp_path / "cpu.log").write_text(
+        "1000 cpu 100 0 0 100 0 0 0 0 0 0\n"
+        "1030 cpu 150 0 10 120 0 0 0 0 0 0\n"   # 60 busy of 80: first 5 minutes
+        "1330 cpu 160 0 10 210 0 0 0 0 0 0\n"   # 10 busy of 100: the next 5 minutes
+    )
+    log = tmp_path / "ci.log"
+    log.write_text("=== molecule default took 1 s\n")
+    out = run(ROOT / "scripts/ci-report.sh", log).stdout
+    assert "--- cores busy" in out
+    assert out.split("--- cores busy", 1)[1].splitlines()[1].split() == ["75", "10"]
+
+
+PHASES_FAKES = {
+    # each fake prints what ran and when (a counter, not the clock), then fails where told
+    "scripts/molecule-run.sh": 'echo "molecule-run $*"; sleep "${SLEEP_S:-0.2}"\n'
+                               'case " $* " in *" ${FAIL_SCENARIO:-none} "*) exit 1;; esac\n',
+    ".venv/bin/molecule": 'echo "molecule $*" >> molecule.calls\n',
+    "bin/make": 'echo "make $*"; sleep 0.2; [ "${FAIL_TARGET:-}" != "${*: -1}" ]\n',
+}
+
+
+def phases(tmp_path, **env):
+    """scripts/test-phases.sh run on fakes of molecule-run.sh, molecule and make (a copy of the
+    script in tmp_path: it runs whatever sits beside it)."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts/test-phases.sh").write_text((ROOT / "scripts/test-phases.sh").read_text())
+    for rel, body in PHASES_FAKES.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/usr/bin/env bash\n" + body)
+    for path in [tmp_path / "scripts/test-phases.sh", *(tmp_path / rel for rel in PHASES_FAKES)]:
+        path.chmod(0o755)
+    proc = subprocess.run(
+        [str(tmp_path / "scripts/test-phases.sh"), "cuda_toolkit gpu_host", "default", "rollout", "ci-demo"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", **env}, timeout=60)
+    return proc, proc.stdout.splitlines()
+
+
+def test_the_schedule_runs_the_demo_after_the_first_scenario_and_the_second_after_the_check(tmp_path):
+    proc, lines = phases(tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert lines.index("make --no-print-directory check") < lines.index("molecule-run rollout")
+    first = lines.index("molecule-run --until converge default")
+    assert lines[first + 1] == "molecule-run --from verify default"
+    assert lines.index("molecule-run --from verify default") < lines.index("make --no-print-directory ci-demo")
+    assert "molecule-run cuda_toolkit gpu_host" in lines
+
+
+def test_a_red_check_stops_the_first_scenario_and_starts_no_second(tmp_path):
+    proc, lines = phases(tmp_path, FAIL_TARGET="check", SLEEP_S="5")
+    assert proc.returncode == 1
+    assert "molecule-run rollout" not in lines
+    assert (tmp_path / "molecule.calls").read_text() == "molecule destroy -s default\n"
+    assert any("failed: default stopped, rollout not started" in line for line in lines)
+
+
+def test_a_red_first_scenario_still_runs_the_demo_and_fails_the_run(tmp_path):
+    proc, lines = phases(tmp_path, FAIL_SCENARIO="default")
+    assert proc.returncode == 1
+    assert "molecule-run --from verify default" not in lines
+    assert "make --no-print-directory ci-demo" in lines and "molecule-run rollout" in lines
