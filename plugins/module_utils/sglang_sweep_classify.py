@@ -194,7 +194,8 @@ def figures(result):
         "speculative_algorithm": server.get("speculative_algorithm"),
         "spec_accept_length": server.get("spec_accept_length"),
         "throughput": [{"concurrency": lv.get("concurrency"), "output_throughput": lv.get("output_throughput"),
-                        "median_ttft_ms": lv.get("median_ttft_ms"), "errors": lv.get("errors")}
+                        "median_ttft_ms": lv.get("median_ttft_ms"), "p99_ttft_ms": lv.get("p99_ttft_ms"),
+                        "median_itl_ms": lv.get("median_itl_ms"), "errors": lv.get("errors")}
                        for lv in sweep.get("levels") or []],
         "throughput_tool": sweep.get("tool"),
         "version": server.get("version"),

@@ -30,6 +30,11 @@ def median(values):
     return percentile(values, 50)
 
 
+def to_ms(seconds):
+    """Seconds as milliseconds, 3 decimals (None stays None)."""
+    return None if seconds is None else round(seconds * 1000.0, 3)
+
+
 def robust_stats(values):
     """Median, MAD-based sigma, min and max of the figures (None entries ignored)."""
     vals = [float(v) for v in values if v is not None]
@@ -47,11 +52,6 @@ def summarize_single_stream(runs):
     itl = []
     for r in good:
         itl.extend(r["itl_s"])
-    ms = 1000.0
-
-    def _ms(v):
-        return None if v is None else round(v * ms, 3)
-
     tps = [r["decode_tps"] for r in good if r["decode_tps"]]
     return {
         "runs": len(runs),
@@ -59,11 +59,11 @@ def summarize_single_stream(runs):
         "error_messages": [r["error"] for r in runs if not r["ok"]][:5],
         "decode_tps": _round(median(tps), 2),
         "decode_tps_runs": [_round(v, 2) for v in tps],
-        "ttft_ms": _ms(median([r["ttft_s"] for r in good])),
-        "ttft_ms_runs": [_ms(r["ttft_s"]) for r in good],
-        "itl_ms_p50": _ms(percentile(itl, 50)),
-        "itl_ms_p90": _ms(percentile(itl, 90)),
-        "itl_ms_p99": _ms(percentile(itl, 99)),
+        "ttft_ms": to_ms(median([r["ttft_s"] for r in good])),
+        "ttft_ms_runs": [to_ms(r["ttft_s"]) for r in good],
+        "itl_ms_p50": to_ms(percentile(itl, 50)),
+        "itl_ms_p90": to_ms(percentile(itl, 90)),
+        "itl_ms_p99": to_ms(percentile(itl, 99)),
         "itl_samples": len(itl),
         "e2e_tps": _round(median([r["completion_tokens"] / r["e2e_s"] for r in good
                                   if r["completion_tokens"] and r["e2e_s"]]), 2),

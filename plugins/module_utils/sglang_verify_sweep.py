@@ -12,7 +12,13 @@ import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_client import chat_body
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import answers_check
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import bench_serving_answers, median, parse_bench_serving_jsonl
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import (
+    bench_serving_answers,
+    median,
+    parse_bench_serving_jsonl,
+    percentile,
+    to_ms,
+)
 
 
 def own_sweep_level(client, model, p, conc, n_req, out_len):
@@ -35,7 +41,11 @@ def own_sweep_level(client, model, p, conc, n_req, out_len):
         "duration": round(dur, 3),
         "total_output_tokens": tokens,
         "output_throughput": round(tokens / dur, 2) if dur > 0 else None,
-        "median_ttft_ms": round(median([r["ttft_s"] for r in good]) * 1000, 3) if good else None,
+        "median_ttft_ms": to_ms(median([r["ttft_s"] for r in good])),
+        # the keys sglang.benchmark.serving writes (sglang_verify_stats.BENCH_SERVING_KEYS): the
+        # requests' TTFT at the 99th percentile, every inter-token gap of every request pooled
+        "p99_ttft_ms": to_ms(percentile([r["ttft_s"] for r in good], 99)),
+        "median_itl_ms": to_ms(median([gap for r in good for gap in r["itl_s"] or []])),
     }
 
 

@@ -54,7 +54,8 @@ WORKING = {
                           "sample_output": "Once upon a time, a lighthouse keeper"},
         "sweep": {"tool": "sglang.benchmark.serving", "levels": [
             {"concurrency": 1, "output_throughput": 281.0, "median_ttft_ms": 21.0, "errors": 0},
-            {"concurrency": 4, "output_throughput": 902.5, "median_ttft_ms": 35.2, "errors": 0}]},
+            {"concurrency": 4, "output_throughput": 902.5, "median_ttft_ms": 35.2, "p99_ttft_ms": 80.4,
+             "median_itl_ms": 4.1, "errors": 0}]},
     },
 }
 
@@ -187,6 +188,8 @@ def test_working_figures():
     assert f["ttft_ms"] == 20.4 and f["itl_ms"] == {"p50": 3.4, "p90": 3.9, "p99": 5.1}
     assert f["spec_accept_length"] == 1.72
     assert [(lv["concurrency"], lv["output_throughput"]) for lv in f["throughput"]] == [(1, 281.0), (4, 902.5)]
+    # each level's latency, which a throughput objective's target is judged by (None: not measured)
+    assert [(lv["p99_ttft_ms"], lv["median_itl_ms"]) for lv in f["throughput"]] == [(None, None), (80.4, 4.1)]
     assert v["reason"] == "285.3 tok/s single stream (min 280.1, max 290.2, 5 runs)"
 
 

@@ -191,6 +191,15 @@ def test_parse_bench_serving_jsonl_takes_last_record():
     assert r["median_ttft_ms"] == 17.0
 
 
+def test_parse_bench_serving_jsonl_keeps_the_latency_a_sweep_level_is_judged_by():
+    """p99 TTFT and median ITL of a level: what a sweep's latency target (roles/sglang_sweep,
+    sweep_latency_target) compares; the own sweep writes the same keys."""
+    text = json.dumps({"output_throughput": 900.0, "median_ttft_ms": 40.0, "p99_ttft_ms": 180.5,
+                       "median_itl_ms": 11.25, "p99_itl_ms": 30.0}) + "\n"
+    r = stats.parse_bench_serving_jsonl(text)
+    assert (r["p99_ttft_ms"], r["median_itl_ms"]) == (180.5, 11.25)
+
+
 def test_parse_bench_serving_jsonl_empty_raises():
     with pytest.raises(ValueError):
         stats.parse_bench_serving_jsonl("\n")

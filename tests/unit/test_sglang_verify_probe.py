@@ -13,6 +13,7 @@ import pytest
 # the module imports its helpers by name, from the collection's plugins/module_utils
 from ansible_collections.sglang.deploy.plugins.modules import sglang_probe as probe
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_client
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_sweep as sweep_mod
 
 ANSWERS = {"What is 2+2?": "4", "Say hello.": "hello"}
 
@@ -188,6 +189,43 @@ def test_own_sweep(server):
     assert sweep["tool"] == "own (sglang_probe)"
     assert [lv["concurrency"] for lv in sweep["levels"]] == [1, 3]
     assert sweep["levels"][1]["completed"] == 6 and sweep["levels"][1]["total_output_tokens"] == 6 * 128
+
+
+class FixedStreams:
+    """A client whose streams are given figures (no timing): each call takes the next one."""
+
+    def __init__(self, streams):
+        self.streams = iter(streams)
+        self.lock = threading.Lock()
+
+    def stream_chat(self, body):
+        with self.lock:
+            ttft, itl = next(self.streams)
+        text = " ".join("w%d" % i for i in range(len(itl) + 1))
+        return {"ok": True, "completion_tokens": len(itl) + 1, "stream_tokens": len(itl) + 1, "text": text,
+                "reasoning_text": "", "finish_reason": "length", "ttft_s": ttft, "itl_s": itl}
+
+
+def test_own_sweep_level_records_p99_ttft_and_the_median_of_every_gap():
+    """The level's latency the sweep's target judges: TTFT at the 99th percentile of the
+    requests (linear interpolation, sglang_verify_stats.percentile) and the median of every
+    inter-token gap of every request pooled, in ms; a failed request counts in neither."""
+    streams = [(0.010, [0.004, 0.004, 0.004]), (0.020, [0.004, 0.004, 0.004]), (0.030, [0.006, 0.006, 0.006]),
+               (0.040, [0.006, 0.006, 0.006]), (1.000, [0.050, 0.050, 0.050])]
+    level = sweep_mod.own_sweep_level(FixedStreams(streams), "fake", params(), 5, 5, 4)
+    assert level["completed"] == 5 and level["errors"] == 0 and level["answer_problems"] == []
+    assert level["median_ttft_ms"] == 30.0
+    assert level["p99_ttft_ms"] == pytest.approx(40.0 + (1000.0 - 40.0) * 0.96)  # 961.6, the slow request
+    assert level["median_itl_ms"] == 6.0  # 15 gaps: 6 of 4 ms, 6 of 6 ms, 3 of 50 ms
+
+
+def test_own_sweep_level_without_a_good_request_has_no_latency():
+    class Failing:
+        def stream_chat(self, body):
+            return {"ok": False, "error": "connection error: refused", "ttft_s": None, "itl_s": []}
+    level = sweep_mod.own_sweep_level(Failing(), "fake", params(), 2, 2, 4)
+    assert level["errors"] == 2 and level["output_throughput"] == 0
+    assert (level["median_ttft_ms"], level["p99_ttft_ms"], level["median_itl_ms"]) == (None, None, None)
 
 
 def test_auto_sweep_falls_back_and_says_why(server):
