@@ -13,7 +13,21 @@ group are a TIE: they share a rank and are not ordered against each other (a noi
 join the first group with a lower median than the second group's). The winner is the group's best median, flagged ``tie`` when its
 group has several members; it beats the baseline only when the baseline is working and in
 another group.
+
+Objective ``throughput`` (plugins/module_utils/sglang_sweep_objective.py): the working candidates
+whose figures at the objective's concurrency are within every limit of its latency target are
+ranked the same way by output tok/s at that level. One run per level gives no spread: its
+interval is the figure plus or minus ``floor`` x the figure. The working candidates that miss the
+target, or have no figure there, follow them unranked, each with the limit and the figure that
+missed in its reason; the winner is the best of those meeting it.
 """
+
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import (
+    SINGLE_STREAM,
+    THROUGHPUT,
+    at_level,
+    misses,
+)
 
 TIE_K = 3.0
 NOISE_FLOOR = 0.05
@@ -42,57 +56,98 @@ def _entry(cand, rec):
     }
 
 
-def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR):
-    """``{ranking, groups, winner, baseline, counts}``.
-
-    candidates: the plan's candidates (baseline first); records: ``{key: record}``.
-    ranking: every candidate, the measured working ones first (best median first, with
-    ``rank``, ``group``, ``tie``, ``low``/``high`` of the interval and ``vs_baseline_pct``),
-    then the others in plan order (``rank`` None)."""
-    entries = [_entry(c, (records or {}).get(c["key"])) for c in candidates]
-    measured = sorted((e for e in entries if e["outcome"] == "working" and median_of(e) is not None),
-                      key=lambda e: -median_of(e))
+def _group(measured, stats_of, k, floor):
+    """Groups of ``measured`` (best figure first): each joins the first group whose best
+    candidate's interval overlaps its own. Sets ``noise``, ``low``, ``high``."""
     groups = []
     for e in measured:
-        tps = e["figures"]["decode_tps"]
-        half = noise(tps, k, floor)
+        stats = stats_of(e)
+        half = noise(stats, k, floor)
         e["noise"] = round(half, 3)
-        e["low"], e["high"] = round(tps["median"] - half, 3), round(tps["median"] + half, 3)
+        e["low"], e["high"] = round(stats["median"] - half, 3), round(stats["median"] + half, 3)
         group = next((g for g in groups if e["high"] >= g[0]["low"]), None)
         if group is None:
             groups.append([e])
         else:
             group.append(e)
+    return groups
+
+
+def _throughput(e):
+    return e["at_objective"]["output_throughput"]
+
+
+def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR, objective=None):
+    """``{ranking, groups, winner, baseline, counts, tie_rule, objective}``.
+
+    candidates: the plan's candidates (baseline first); records: ``{key: record}``; objective:
+    sglang_sweep_objective.resolve's (None: single_stream, no level shown).
+    ranking: every candidate, the measured working ones first (best figure first, with
+    ``rank``, ``group``, ``tie``, ``low``/``high`` of the interval and ``vs_baseline_pct``),
+    then under a throughput objective the working ones that miss its target (``misses``), then
+    the others in plan order (``rank`` None). Each has ``at_objective``: its figures at the
+    objective's concurrency."""
+    objective = objective or {"name": SINGLE_STREAM, "concurrency": None, "latency_target": {}}
+    by_throughput = objective["name"] == THROUGHPUT
+    entries = [_entry(c, (records or {}).get(c["key"])) for c in candidates]
+    for e in entries:
+        e["at_objective"] = at_level(e["figures"] if e["outcome"] == "working" else None, objective["concurrency"])
+        e["target_met"], e["misses"] = None, []
+    if by_throughput:
+        value_of = _throughput
+
+        def stats_of(e):
+            return {"median": _throughput(e), "sigma": None}  # one run per level: no spread
+        for e in entries:
+            if e["outcome"] == "working":
+                e["misses"] = misses(e["at_objective"], objective["latency_target"])
+                e["target_met"] = not e["misses"]
+                if e["misses"]:
+                    e["reason"] = "working, misses the objective: %s" % "; ".join(e["misses"])
+    else:
+        value_of = median_of
+
+        def stats_of(e):
+            return e["figures"]["decode_tps"]
+    measured = sorted((e for e in entries if e["outcome"] == "working" and not e["misses"] and value_of(e) is not None),
+                      key=lambda e: -value_of(e))
+    groups = _group(measured, stats_of, k, floor)
     measured = [e for g in groups for e in g]
     for number, group in enumerate(groups, 1):
         for e in group:
             e["rank"], e["group"], e["tie"] = number, number, len(group) > 1
     base = entries[0] if entries else None
-    base_median = median_of(base) if base and base["outcome"] == "working" else None
+    base_value = value_of(base) if base and base["outcome"] == "working" else None
     for e in entries:
         e.setdefault("rank", None)
         e.setdefault("group", None)
         e.setdefault("tie", False)
-        m = median_of(e) if e["outcome"] == "working" else None
-        e["vs_baseline_pct"] = (round(100.0 * (m - base_median) / base_median, 1)
-                                if m is not None and base_median else None)
-    others = [e for e in entries if e not in measured]
+        m = value_of(e) if e["outcome"] == "working" else None
+        e["vs_baseline_pct"] = (round(100.0 * (m - base_value) / base_value, 1)
+                                if m is not None and base_value else None)
+    missed = sorted((e for e in entries if e["misses"]),
+                    key=lambda e: (_throughput(e) is None, -(_throughput(e) or 0)))
+    others = [e for e in entries if e not in measured and e not in missed]
     winner = None
     if groups:
         best = groups[0][0]
         winner = dict(best, ties=[e["label"] for e in groups[0][1:]],
-                      beats_baseline=bool(base_median) and base.get("group") != 1,
+                      beats_baseline=bool(base_value) and base.get("group") != 1,
                       is_baseline=best is base)
     counts = dict((o, 0) for o in ("working", "degraded", "wrong", "hung", "crashed", "rejected", "interrupted", "not run"))
     for e in entries:
         counts[e["outcome"]] = counts.get(e["outcome"], 0) + 1
+    rule = "tie when median +- max(%g x 1.4826 x MAD, %g%% of the median) intervals overlap" % (k, 100 * floor)
+    if by_throughput:
+        rule = ("tie when output tok/s at concurrency %s +- %g%% intervals overlap (one run per level: no spread, "
+                "the noise floor alone)" % (objective["concurrency"], 100 * floor))
     return {
-        "ranking": measured + others,
+        "ranking": measured + missed + others,
         "groups": [[e["key"] for e in g] for g in groups],
         "winner": winner,
         "baseline": base,
         "counts": counts,
-        "tie_rule": {"k": k, "noise_floor": floor,
-                     "rule": "tie when median +- max(%g x 1.4826 x MAD, %g%% of the median) intervals overlap" % (
-                         k, 100 * floor)},
+        "tie_rule": {"k": k, "noise_floor": floor, "rule": rule},
+        "objective": dict(objective, met=len(measured) if by_throughput else None,
+                          missed=[e["key"] for e in missed]),
     }

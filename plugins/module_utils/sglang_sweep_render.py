@@ -6,6 +6,7 @@
 import yaml
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import norm_value
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import THROUGHPUT, describe
 
 # a variable of the environment that an sglang_server switch sets (roles/sglang_server defaults)
 LEVERS = {
@@ -13,7 +14,7 @@ LEVERS = {
     ("NCCL_IB_DISABLE", "1"): "sglang_server_nccl_ib_disable: true",
     ("NCCL_P2P_LEVEL", "SYS"): "sglang_server_nccl_p2p_level_sys: true",
 }
-ROW = "%-4s %-34s %-12s %-9s %-24s %-7s %-8s %-8s %-8s %-6s %-17s %s"
+ROW = "%-4s %-34s %-12s %-9s %-24s %-7s %-8s %-8s %-8s %-6s %-17s %-10s %-8s %-8s %-6s %s"
 
 
 def _num(value, fmt="%.1f"):
@@ -36,6 +37,21 @@ def _throughput(e):
     if e["outcome"] != "working" or not levels:
         return "-"
     return "/".join(_num(lv.get("output_throughput"), "%.0f") for lv in levels)
+
+
+def _objective(ranked):
+    return ranked.get("objective") or {"name": "single_stream", "concurrency": None, "latency_target": {}}
+
+
+def _at(e):
+    """Output tok/s, p99 TTFT and median ITL at the objective's concurrency, then whether the
+    candidate meets the objective's target (throughput objective only)."""
+    at = e.get("at_objective") or {}
+    working = e["outcome"] == "working"
+    cells = [_num(at.get(f), fmt) if working else "-" for f, fmt in (
+        ("output_throughput", "%.0f"), ("p99_ttft_ms", "%.1f"), ("median_itl_ms", "%.2f"))]
+    met = e.get("target_met")
+    return cells + ["-" if met is None else ("meets" if met else "misses")]
 
 
 def _fig(e, name, sub=None):
@@ -62,30 +78,49 @@ def console_lines(ranked, sweep_name, host):
     lines = ["sweep %s on %s: %s" % (sweep_name, host, ", ".join(
         "%d %s" % (n, o) for o, n in ranked["counts"].items() if n)),
         ROW % ("rank", "candidate", "key", "outcome", "decode tok/s (min-max)", "noise", "vs base", "TTFT ms",
-               "ITL p50", "accept", "tok/s @c=" + _levels(ranked), "reason")]
+               "ITL p50", "accept", "tok/s @c=" + _levels(ranked), "c=%s tok/s" % _objective(ranked)["concurrency"],
+               "p99 TTFT", "med ITL", "target", "reason")]
     for e in ranked["ranking"]:
         lines.append((ROW % (
             _rank(e), _short(e["label"], 34), e["key"], e["outcome"], _tps(e),
             "+-" + _num(e.get("noise")) if e.get("noise") is not None else "-",
             "-" if e.get("vs_baseline_pct") is None else "%+.1f%%" % e["vs_baseline_pct"],
             _num(_fig(e, "ttft_ms")), _num(_fig(e, "itl_ms", "p50"), "%.2f"),
-            _num(_fig(e, "spec_accept_length"), "%.2f"), _throughput(e),
-            "" if e["outcome"] == "working" else _short(e["reason"], 140))).rstrip())
+            _num(_fig(e, "spec_accept_length"), "%.2f"), _throughput(e), *_at(e),
+            "" if e["outcome"] == "working" and not e.get("misses") else _short(e["reason"], 140))).rstrip())
     lines.append(winner_line(ranked))
     lines.append("ties: %s" % ranked["tie_rule"]["rule"])
     return lines
 
 
+def _at_heads(ranked, fmt, names):
+    conc = _objective(ranked)["concurrency"]
+    return tuple("%s %s" % (n, fmt % conc) for n in names)
+
+
+def _none_meets(ranked):
+    """Under a throughput objective with working candidates: the words for no winner."""
+    missed = _objective(ranked).get("missed") or []
+    if _objective(ranked)["name"] != THROUGHPUT or not missed:
+        return None
+    return "no working candidate meets the objective (%d miss it: see their reasons)" % len(missed)
+
+
 def winner_line(ranked):
     w = ranked["winner"]
     if w is None:
-        return "winner: none: no candidate worked and was measured; keep the current profile"
+        return "winner: none: %s; keep the current profile" % (
+            _none_meets(ranked) or "no candidate worked and was measured")
     return "winner: %s [%s] %s" % (w["label"], w["key"], _verdict(ranked))
 
 
 def _verdict(ranked):
-    w = ranked["winner"]
-    text = "%.1f tok/s single stream" % w["figures"]["decode_tps"]["median"]
+    w, obj = ranked["winner"], _objective(ranked)
+    tps = (w["figures"] or {}).get("decode_tps") or {}
+    text = "%.1f tok/s single stream" % tps["median"] if tps.get("median") is not None else "no single-stream figure"
+    if obj["name"] == THROUGHPUT:
+        text = "%.1f output tok/s at concurrency %s (%s)" % (w["at_objective"]["output_throughput"],
+                                                           obj["concurrency"], text)
     if w["ties"]:
         text += " (TIE, within noise of: %s)" % ", ".join(w["ties"])
     if w["is_baseline"]:
@@ -93,6 +128,9 @@ def _verdict(ranked):
     elif not w["beats_baseline"]:
         text += "; not better than the current profile beyond noise (%s)" % (
             "baseline in the same group" if ranked["baseline"].get("rank") else "no baseline figure")
+    elif ranked["baseline"].get("misses"):
+        text += ", %+.1f%% vs the current profile, which misses the objective (%s)" % (
+            w["vs_baseline_pct"], "; ".join(ranked["baseline"]["misses"]))
     else:
         text += ", %+.1f%% vs the current profile" % w["vs_baseline_pct"]
     return text
@@ -109,7 +147,7 @@ def snippet(ranked, sweep_name, host):
     w, base = ranked["winner"], ranked["baseline"] or {"args": {}, "env": {}}
     head = "# sweep %s on %s: " % (sweep_name, host)
     if w is None:
-        return head + "no candidate worked; keep the current profile\n"
+        return head + "%s; keep the current profile\n" % (_none_meets(ranked) or "no candidate worked")
     changes = w["changes"]
     if w["is_baseline"] or not (changes["args"] or changes["env"]):
         return head + "the current profile is the best; nothing to change\n"
@@ -138,23 +176,39 @@ def _changes_text(e):
     return ", ".join(words) or "(current profile)"
 
 
+def _ranked_by(ranked):
+    obj = _objective(ranked)
+    if obj["name"] == THROUGHPUT:
+        return ("Ranked by output tok/s at concurrency %s among the working candidates that meet the objective; "
+                "%s: those share a rank (`=`). The working candidates that miss it follow, unranked." % (
+                    obj["concurrency"], ranked["tie_rule"]["rule"]))
+    return "Ranked by single-stream decode tok/s (median of the runs); %s: those share a rank (`=`)." % (
+        ranked["tie_rule"]["rule"])
+
+
 def markdown(ranked, sweep_name, host, generated):
     out = ["# Sweep `%s` on %s" % (sweep_name, host), "",
+           describe(_objective(ranked)), "",
            "Generated %s. Candidates: %s." % (generated, ", ".join(
                "%d %s" % (n, o) for o, n in ranked["counts"].items() if n)),
-           "Ranked by single-stream decode tok/s (median of the runs); %s: those share a rank (`=`)." % (
-               ranked["tie_rule"]["rule"]), "",
+           _ranked_by(ranked), "",
            "| rank | candidate | key | outcome | decode tok/s median (min-max) | noise | vs baseline | TTFT ms "
-           "| ITL p50 ms | accept length | output tok/s @ concurrency %s | changes |" % _levels(ranked),
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| ITL p50 ms | accept length | output tok/s @ concurrency %s | %s | target | changes |" % (
+               _levels(ranked), " | ".join(_at_heads(ranked, "@ concurrency %s", (
+                   "output tok/s", "p99 TTFT ms", "median ITL ms")))),
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in ranked["ranking"]:
         out.append("| %s |" % " | ".join(_md_cell(c) for c in (
             _rank(e), e["label"], "`%s`" % e["key"], e["outcome"], _tps(e),
             "+-" + _num(e.get("noise")) if e.get("noise") is not None else "-",
             "-" if e.get("vs_baseline_pct") is None else "%+.1f%%" % e["vs_baseline_pct"],
             _num(_fig(e, "ttft_ms")), _num(_fig(e, "itl_ms", "p50"), "%.2f"),
-            _num(_fig(e, "spec_accept_length"), "%.2f"), _throughput(e), _changes_text(e))))
+            _num(_fig(e, "spec_accept_length"), "%.2f"), _throughput(e), *_at(e), _changes_text(e))))
     out += ["", "## Winner", "", winner_line(ranked), "", "```yaml", snippet(ranked, sweep_name, host).rstrip(), "```"]
+    missed = [e for e in ranked["ranking"] if e.get("misses")]
+    if missed:
+        out += ["", "## Working candidates that miss the objective", ""]
+        out += ["- %s (`%s`): %s" % (_md_cell(e["label"]), e["key"], _md_cell("; ".join(e["misses"]))) for e in missed]
     failed = [e for e in ranked["ranking"] if e["outcome"] != "working"]
     if failed:
         out += ["", "## Candidates that did not work"]
@@ -176,7 +230,7 @@ def summary(ranked, sweep_name, host, generated, missing):
     """The JSON summary: every candidate's row (no journal), the winner, the counts."""
     def row(e):
         keep = ("key", "label", "aliases", "outcome", "stage", "reason", "rank", "group", "tie", "noise", "low",
-                "high", "vs_baseline_pct", "changes", "figures", "duration_s")
+                "high", "vs_baseline_pct", "changes", "figures", "duration_s", "at_objective", "target_met", "misses")
         out = dict((k, e.get(k)) for k in keep)
         out["baseline"] = e is ranked["baseline"]
         out["rule"] = e["details"].get("rule")
@@ -185,6 +239,7 @@ def summary(ranked, sweep_name, host, generated, missing):
     return {
         "sweep_name": sweep_name, "host": host, "generated": generated,
         "complete": not missing, "missing": missing, "counts": ranked["counts"], "tie_rule": ranked["tie_rule"],
+        "objective": _objective(ranked),
         "groups": ranked["groups"],
         "winner": None if w is None else dict(row(w), ties=w["ties"], beats_baseline=w["beats_baseline"],
                                               is_baseline=w["is_baseline"]),

@@ -32,6 +32,9 @@ options:
   candidate_timeout: {description: Seconds one candidate's start may take., type: int, default: 600}
   time_budget: {description: Seconds the whole run may take; sets this run's deadline., type: int, default: 7200}
   keep_best: {description: Whether the play keeps the winner on the canary (stored in the sweep file)., type: bool, default: false}
+  objective: {description: "What the report ranks by (sweep_objective): single_stream (single-stream decode tok/s) or throughput (output tok/s at I(objective_concurrency) within I(latency_target)); stored in the sweep file as settings.objective. An unknown objective is refused.", type: str, default: single_stream}
+  objective_concurrency: {description: "The level of I(concurrency) whose figures the objective uses and the report shows (sweep_objective_concurrency); unset: the highest. A level that is not one of I(concurrency) is refused.", type: raw}
+  latency_target: {description: "Limits at the objective's concurrency (sweep_latency_target): ttft_p99_ms (p99 TTFT) and itl_median_ms (median ITL), both optional, in ms. Refused with an unknown key, a value that is not a positive number, or an objective other than throughput.", type: dict, default: {}}
   filtered_port: {description: "The port roles/sglang_firewall filters (sglang_firewall_port); unset: the baseline's --port, else 30000 (the firewall's default). A candidate that sets --port to another port, or --host to another address than the baseline's (any spelling, or inside a list value), is refused before any candidate starts.", type: int}
   reveal: {description: "Return the candidates with their secret values (what the play launches): only for a task with no_log (roles/sglang_sweep, tasks/main.yml) and without I(secrets); refused otherwise. Otherwise candidates and todo show secret flags, secret options inside list values and credential variables (HF_TOKEN) as <redacted>, as sweep.json does, so -v shows no key.", type: bool, default: false}
   secrets: {description: "The secret values among the arguments (the sglang_sweep_secrets filter): Ansible masks them in everything the module returns and logs, its arguments (-vvv) included, also when an argument is refused before the module's own code runs. Without it the module masks the values it finds itself once its arguments are accepted.", type: list, elements: str, default: []}
@@ -60,12 +63,14 @@ candidates: {description: "Every candidate in order, baseline first: {key, label
 todo: {description: "The candidates not finished yet, in order (same items as candidates).", returned: always, type: list, elements: dict}
 done: {description: Keys of the candidates finished in an earlier run., returned: always, type: list, elements: str}
 budget: {description: "{time_budget_s, candidate_timeout_s, started (first run), run_started, deadline and deadline_epoch (this run's start + time_budget), worst_case_s (todo x candidate_timeout: before the offline rules prune)}.", returned: always, type: dict}
-lines: {description: Console lines (one per candidate)., returned: always, type: list, elements: str}
+lines: {description: "Console lines (one per candidate, then the objective).", returned: always, type: list, elements: str}
+objective: {description: "The objective as stored: {name, concurrency, latency_target}.", returned: always, type: dict}
 """
 
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import describe, resolve
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, bind_problem, expand
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import (
     plan_secrets,
@@ -88,6 +93,9 @@ ARGUMENT_SPEC = dict(
     candidate_timeout=dict(type="int", default=600),
     time_budget=dict(type="int", default=7200),
     keep_best=dict(type="bool", default=False),
+    objective=dict(type="str", default="single_stream"),
+    objective_concurrency=dict(type="raw"),
+    latency_target=dict(type="dict", default={}),
     catalog_options=dict(type="list", elements="str", default=[]),
     filtered_port=dict(type="int"),
     reveal=dict(type="bool", default=False),
@@ -109,6 +117,10 @@ def main():
                              "result)" % p["sweep_name"])
     try:
         directory = sweep_dir(p["report_dir"], p["sweep_name"], p["host"])
+        try:
+            objective = resolve(p["objective"], p["objective_concurrency"], p["latency_target"], p["concurrency"])
+        except SweepPlanError as exc:
+            raise SweepPlanError("%s (nothing was started)" % exc)
         cands = expand(p["current_args"], p["current_env"], p["base"], p["axes"], p["candidates"],
                        secret_of(p["catalog_options"]))
         problem = bind_problem(cands, p["filtered_port"])
@@ -128,7 +140,8 @@ def main():
     data = {
         "sweep_name": p["sweep_name"], "host": p["host"],
         "settings": redact_settings({"base": p["base"], "axes": p["axes"], "candidates": p["candidates"],
-                                     "concurrency": p["concurrency"], "keep_best": p["keep_best"]},
+                                     "concurrency": p["concurrency"], "keep_best": p["keep_best"],
+                                     "objective": objective},
                                     p["catalog_options"]),
         "started": budget["started"], "runs": list(previous.get("runs") or []) + [budget["run_started"]],
         "budget": budget,
@@ -145,11 +158,12 @@ def main():
     for c in cands:
         lines.append("  %-4s %s  %s%s" % ("done" if c["key"] in done else "todo", c["key"], c["label"],
                                           " (= %s)" % ", ".join(c["aliases"]) if c["aliases"] else ""))
+    lines.append(describe(objective))
     if not p["reveal"]:  # what -v shows: as sweep.json keeps them
         cands = [redact_candidate(c, p["catalog_options"]) for c in cands]
         todo = [c for c in cands if c["key"] not in done]
     module.exit_json(changed=False, sweep_dir=directory, candidates=cands, todo=todo, done=done,
-                     budget=budget, lines=lines)
+                     budget=budget, lines=lines, objective=objective)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,14 @@ DOCUMENTATION = r"""
 module: sglang_sweep_report
 short_description: Ranking, report and winner's snippet of one host's SGLang sweep
 description:
-  - Ranks the working candidates of C(<report_dir>/<sweep_name>/<host>/sweep.json) by their
-    records' single-stream decode tok/s and groups those within noise of each other as ties
-    (plugins/module_utils/sglang_sweep_rank.py).
+  - Ranks the working candidates of C(<report_dir>/<sweep_name>/<host>/sweep.json) by the
+    objective the plan stored there (C(settings.objective); none stored: single_stream): their
+    records' single-stream decode tok/s, or under C(throughput) their output tok/s at the
+    objective's concurrency among those within its latency target; groups those within noise of
+    each other as ties (plugins/module_utils/sglang_sweep_rank.py, sglang_sweep_objective.py).
   - Writes C(sweep.md), C(sweep-summary.json) and C(winner.yml) (a group_vars snippet with only
     the keys that differ from the current profile) there, and the ranking into C(sweep.json)
-    (C(summary); C(files/plot_sweep.py) plots from either JSON file).
+    (C(summary); C(files/plot_sweep.py) plots C(sweep.png) and C(sweep-objective.png) from either JSON file).
   - Candidates without a finished record are listed as C(not run) or C(interrupted).
   - In check mode everything is computed and nothing is written.
 options:
@@ -43,13 +45,15 @@ snippet: {description: The winner's group_vars YAML (comments list the differenc
 counts: {description: Candidates per outcome (working, wrong, hung, crashed, rejected, interrupted, not run)., returned: always, type: dict}
 complete: {description: Whether every candidate of the plan has finished., returned: always, type: bool}
 missing: {description: Keys of the candidates without a finished record., returned: always, type: list, elements: str}
-paths: {description: "{markdown, summary, snippet, sweep_json, plot}: the files (plot: where plot_sweep.py should write).", returned: always, type: dict}
+paths: {description: "{markdown, summary, snippet, sweep_json, plot, objective_plot}: the files (plot, objective_plot: where plot_sweep.py should write).", returned: always, type: dict}
+objective: {description: "The objective ranked by: {name, concurrency, latency_target, met, missed}.", returned: always, type: dict}
 """
 
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import resolve
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_rank import rank
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_render import console_lines, markdown, snippet, summary
@@ -85,13 +89,19 @@ def main():
     cands = data["candidates"]
     recs = records(directory, [c["key"] for c in cands])
     missing = [c["key"] for c in cands if not finished(recs.get(c["key"]))]
-    ranked = rank(cands, recs, p["tie_k"], p["noise_floor"])
+    settings = data.get("settings") or {}
+    try:
+        # a sweep.json planned before the objective existed ranks single_stream
+        objective = settings.get("objective") or resolve(levels=settings.get("concurrency"))
+    except SweepPlanError as exc:
+        module.fail_json(msg="sweep.json in %s: %s" % (directory, exc))
+    ranked = rank(cands, recs, p["tie_k"], p["noise_floor"], objective)
     generated = iso(time.time())
     summ = summary(ranked, p["sweep_name"], p["host"], generated, missing)
     text = snippet(ranked, p["sweep_name"], p["host"])
     paths = dict((name, os.path.join(directory, f)) for name, f in (
         ("markdown", "sweep.md"), ("summary", "sweep-summary.json"), ("snippet", "winner.yml"),
-        ("sweep_json", "sweep.json"), ("plot", "sweep.png")))
+        ("sweep_json", "sweep.json"), ("plot", "sweep.png"), ("objective_plot", "sweep-objective.png")))
     if not module.check_mode:
         write_text(paths["markdown"], markdown(ranked, p["sweep_name"], p["host"], generated))
         write_json(paths["summary"], summ)
@@ -104,7 +114,7 @@ def main():
             for i, keys in enumerate(ranked["groups"]) if len(keys) > 1]
     module.exit_json(changed=False, lines=console_lines(ranked, p["sweep_name"], p["host"]), winner=winner,
                      ties=ties, snippet=text, counts=ranked["counts"], complete=not missing, missing=missing,
-                     paths=paths)
+                     paths=paths, objective=summ["objective"])
 
 
 if __name__ == "__main__":

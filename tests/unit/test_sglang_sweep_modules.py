@@ -1,6 +1,7 @@
 """The sweep's controller modules (plugins/modules/sglang_sweep_*.py) through their main(), as Ansible
 runs them: plan, record (running, then the outcome), report, a resumed sweep, check mode."""
 
+import copy
 import json
 import os
 
@@ -65,6 +66,41 @@ def test_plan_refuses_a_bad_sweep(run_module, tmp_path):
     assert out["failed"] is True and "sweep_axes['OMP_NUM_THREADS'] must be a non-empty list" in out["msg"]
     out = run_module(sglang_sweep_plan, plan_args(tmp_path, sweep_name="../x"))
     assert out["failed"] is True and "cannot name a directory" in out["msg"]
+
+
+def test_plan_refuses_a_bad_objective_before_anything_starts(run_module, tmp_path):
+    out = run_module(sglang_sweep_plan, plan_args(tmp_path, objective="throughput", objective_concurrency=16,
+                                                  concurrency=[1, 4]))
+    assert out["failed"] is True and out["msg"].startswith("sweep local-cpu: sweep_objective_concurrency 16 is not "
+                                                           "one of sweep_concurrency [1, 4]")
+    assert out["msg"].endswith("(nothing was started)") and files(tmp_path) == []
+    out = run_module(sglang_sweep_plan, plan_args(tmp_path, latency_target={"ttft_p99_ms": 500}))
+    assert out["failed"] is True and "sweep_latency_target is set but sweep_objective is single_stream" in out["msg"]
+
+
+def test_the_report_ranks_by_the_objective_the_plan_stored(run_module, tmp_path):
+    out = run_module(sglang_sweep_plan, plan_args(tmp_path, objective="throughput", concurrency=[1, 4],
+                                                  latency_target={"ttft_p99_ms": 50}))
+    assert out["objective"] == {"name": "throughput", "concurrency": 4, "latency_target": {"ttft_p99_ms": 50}}
+    assert out["lines"][-1] == ("Objective: throughput: output tok/s at concurrency 4, within the latency target "
+                                "p99 TTFT <= 50 ms.")
+    with open(os.path.join(out["sweep_dir"], "sweep.json")) as fh:
+        assert json.load(fh)["settings"]["objective"] == out["objective"]
+    base, mrr4 = out["candidates"][:2]
+    record(run_module, tmp_path, base, probe=WORKING)  # level 4: 902.5 tok/s, p99 TTFT 80.4 ms: misses
+    fast = copy.deepcopy(WORKING)
+    fast["result"]["sweep"]["levels"][1].update(output_throughput=700.0, p99_ttft_ms=45.0)
+    record(run_module, tmp_path, mrr4, probe=fast)
+    report = run_module(sglang_sweep_report, dict(host=HOST, report_dir=str(tmp_path), sweep_name="local-cpu"))
+    assert report["winner"]["key"] == mrr4["key"] and report["winner"]["beats_baseline"] is True
+    assert report["objective"]["missed"] == [base["key"]]
+    assert report["paths"]["objective_plot"].endswith("/sweep-objective.png")
+    with open(report["paths"]["summary"]) as fh:
+        summ = json.load(fh)
+    assert summ["objective"]["name"] == "throughput"
+    assert summ["ranking"][1]["misses"] == ["ttft_p99_ms <= 50 ms: p99 TTFT 80.4 ms at concurrency 4"]
+    with open(report["paths"]["markdown"]) as fh:
+        assert fh.read().splitlines()[2].startswith("Objective: throughput: output tok/s at concurrency 4")
 
 
 def test_a_whole_sweep_resumed_after_an_interruption(run_module, tmp_path):

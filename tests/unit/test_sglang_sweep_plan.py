@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_objective as objective
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_store as store
 
@@ -103,6 +104,58 @@ def test_refused_sweeps_name_the_variable(kw, words):
     with pytest.raises(plan.SweepPlanError) as err:
         expand(**kw)
     assert words in str(err.value)
+
+
+# ---------------------------------------------------------------- the objective
+@pytest.mark.parametrize("args, expected", [
+    # today's behaviour: single_stream, the highest level shown
+    ((None, None, None, [1, 4]), {"name": "single_stream", "concurrency": 4, "latency_target": {}}),
+    (("single_stream", 1, {}, [1, 4]), {"name": "single_stream", "concurrency": 1, "latency_target": {}}),
+    (("single_stream", None, {}, []), {"name": "single_stream", "concurrency": None, "latency_target": {}}),
+    (("throughput", None, {"ttft_p99_ms": 2000}, [1, 8, 32]),
+     {"name": "throughput", "concurrency": 32, "latency_target": {"ttft_p99_ms": 2000}}),
+    # a templated level arrives as text; a null limit is no limit
+    (("throughput", "8", {"itl_median_ms": 30.5, "ttft_p99_ms": None}, [1, 8, 32]),
+     {"name": "throughput", "concurrency": 8, "latency_target": {"itl_median_ms": 30.5}}),
+])
+def test_the_objective_resolves(args, expected):
+    assert objective.resolve(*args) == expected
+
+
+@pytest.mark.parametrize("args, words", [
+    (("latency", None, {}, [1, 4]), ["sweep_objective 'latency' is not an objective", "Fix: set sweep_objective"]),
+    (("throughput", 16, {}, [1, 4]),
+     ["sweep_objective_concurrency 16 is not one of sweep_concurrency [1, 4]", "Fix: add 16 to sweep_concurrency"]),
+    (("throughput", 0, {}, [1, 4]), ["sweep_objective_concurrency must be a concurrency level", "Fix:"]),
+    (("throughput", True, {}, [1, 4]), ["sweep_objective_concurrency must be a concurrency level"]),
+    (("throughput", None, {}, []), ["sweep_concurrency, which is empty", "Fix: list the levels"]),
+    (("single_stream", None, {"ttft_p99_ms": 500}, [1, 4]),
+     ["sweep_latency_target is set but sweep_objective is single_stream", "Fix: set sweep_objective: throughput"]),
+    (("throughput", 4, {"p99_ttft_ms": 500}, [1, 4]),
+     ["sweep_latency_target: unknown limit(s) p99_ttft_ms", "ttft_p99_ms, itl_median_ms", "Fix: rename"]),
+    (("throughput", 4, {"ttft_p99_ms": "fast"}, [1, 4]), ["sweep_latency_target.ttft_p99_ms must be a positive"]),
+    (("throughput", 4, {"itl_median_ms": -1}, [1, 4]), ["sweep_latency_target.itl_median_ms must be a positive"]),
+    (("throughput", 4, [500], [1, 4]), ["sweep_latency_target must be a mapping"]),
+])
+def test_a_bad_objective_is_refused_naming_the_variable_the_rule_and_the_fix(args, words):
+    with pytest.raises(plan.SweepPlanError) as err:
+        objective.resolve(*args)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_a_candidates_figures_at_the_level_and_what_misses_the_target():
+    figures = {"throughput": [{"concurrency": 1, "output_throughput": 90.0},
+                              {"concurrency": 8, "output_throughput": 600.0, "p99_ttft_ms": 1200.0}]}
+    level = objective.at_level(figures, 8)
+    assert level == {"concurrency": 8, "output_throughput": 600.0, "p99_ttft_ms": 1200.0, "median_itl_ms": None}
+    assert objective.misses(level, {}) == []
+    assert objective.misses(level, {"ttft_p99_ms": 1200}) == []  # a limit is inclusive
+    assert objective.misses(level, {"itl_median_ms": 30, "ttft_p99_ms": 1000}) == [
+        "ttft_p99_ms <= 1000 ms: p99 TTFT 1200 ms at concurrency 8",
+        "itl_median_ms <= 30 ms: no median ITL measured at concurrency 8"]
+    assert objective.misses(objective.at_level(figures, 32), {}) == ["no output tok/s measured at concurrency 32"]
+    assert objective.at_level(None, 8)["output_throughput"] is None
 
 
 # ---------------------------------------------------------------- store and resume

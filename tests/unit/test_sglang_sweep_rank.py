@@ -167,3 +167,150 @@ def test_plot_script_refuses_a_file_without_ranking(tmp_path):
     proc = subprocess.run([sys.executable, PLOT, str(src), str(tmp_path / "o.png")], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 1 and "run sglang_sweep_report first" in proc.stderr
+
+
+# ---------------------------------------------------------------- the throughput objective
+TARGET = {"ttft_p99_ms": 500, "itl_median_ms": 20}
+THROUGHPUT = {"name": "throughput", "concurrency": 4, "latency_target": TARGET}
+
+
+def at_c4(runs, tput, p99=None, itl=None):
+    """A working record whose level 4 has these figures (level 1 as in working())."""
+    rec = working(runs)
+    rec["figures"]["throughput"] = [
+        {"concurrency": 1, "output_throughput": 280.0, "p99_ttft_ms": 30.0, "median_itl_ms": 3.5},
+        {"concurrency": 4, "output_throughput": tput, "p99_ttft_ms": p99, "median_itl_ms": itl}]
+    return rec
+
+
+THROUGHPUT_RECORDS = dict(RECORDS, **records(**{
+    "baseline": at_c4([100.0, 101.0, 99.0], 900.0, p99=420.0, itl=12.0),
+    "OMP_NUM_THREADS=2": at_c4([103.0, 104.0, 102.0], 1500.0, p99=650.0, itl=11.0),    # fastest, TTFT misses
+    "attention-backend=flashinfer": at_c4([130.0, 131.0, 129.0], 1000.0, p99=300.0, itl=9.0),
+    "attention-backend=flashinfer OMP_NUM_THREADS=2": at_c4([128.0, 127.0, 129.5], 1200.0, p99=None, itl=8.0),
+}))
+
+
+def test_throughput_ranks_those_within_the_target_by_output_tokens_at_the_level():
+    ranked = R.rank(CANDS, THROUGHPUT_RECORDS, objective=THROUGHPUT)
+    rows = [(e["label"], e["rank"], e["tie"], e["target_met"]) for e in ranked["ranking"]]
+    assert rows == [
+        # 1000 +- 5% (950-1050) does not overlap 900 +- 5% (855-945): two groups
+        ("attention-backend=flashinfer", 1, False, True),
+        ("baseline", 2, False, True),
+        # working but missing the target: after the ranked ones, best throughput first, unranked
+        ("OMP_NUM_THREADS=2", None, False, False),
+        ("attention-backend=flashinfer OMP_NUM_THREADS=2", None, False, False),
+        ("attention-backend=trtllm_mha", None, False, None),
+        ("attention-backend=trtllm_mha OMP_NUM_THREADS=2", None, False, None),
+        ("fa3 (refused)", None, False, None),
+    ]
+    by = dict((e["label"], e) for e in ranked["ranking"])
+    assert by["attention-backend=flashinfer"]["noise"] == pytest.approx(50.0)  # the floor's 5% of 1000
+    assert by["OMP_NUM_THREADS=2"]["misses"] == ["ttft_p99_ms <= 500 ms: p99 TTFT 650 ms at concurrency 4"]
+    # a figure not measured does not meet its limit, and its reason says so
+    missing = by["attention-backend=flashinfer OMP_NUM_THREADS=2"]
+    assert missing["misses"] == ["ttft_p99_ms <= 500 ms: no p99 TTFT measured at concurrency 4"]
+    assert "no p99 TTFT measured at concurrency 4" in missing["reason"] and missing["outcome"] == "working"
+    w = ranked["winner"]
+    assert w["label"] == "attention-backend=flashinfer" and w["beats_baseline"] is True
+    assert w["vs_baseline_pct"] == pytest.approx(11.1)  # 1000 vs 900 output tok/s, not single stream
+    assert ranked["objective"]["met"] == 2 and len(ranked["objective"]["missed"]) == 2
+    assert "output tok/s at concurrency 4 +- 5%" in ranked["tie_rule"]["rule"]
+    assert render.winner_line(ranked).endswith("1000.0 output tok/s at concurrency 4 (130.0 tok/s single stream), "
+                                               "+11.1% vs the current profile")
+
+
+def test_throughput_figures_within_the_floor_tie():
+    recs = dict(THROUGHPUT_RECORDS, **records(baseline=at_c4([100.0, 101.0, 99.0], 980.0, p99=420.0, itl=12.0)))
+    ranked = R.rank(CANDS, recs, objective=THROUGHPUT)
+    assert [e["label"] for e in ranked["ranking"] if e["rank"] == 1] == ["attention-backend=flashinfer", "baseline"]
+    assert ranked["winner"]["tie"] is True and ranked["winner"]["beats_baseline"] is False
+    assert "baseline in the same group" in render.winner_line(ranked)
+
+
+def test_a_baseline_that_misses_the_target_is_beaten_by_a_winner_that_meets_it():
+    recs = dict(THROUGHPUT_RECORDS, **records(baseline=at_c4([100.0, 101.0, 99.0], 1100.0, p99=420.0, itl=25.0)))
+    ranked = R.rank(CANDS, recs, objective=THROUGHPUT)
+    w = ranked["winner"]
+    assert w["label"] == "attention-backend=flashinfer" and w["beats_baseline"] is True and w["vs_baseline_pct"] < 0
+    assert "which misses the objective (itl_median_ms <= 20 ms: median ITL 25 ms at concurrency 4)" in \
+        render.winner_line(ranked)
+
+
+def test_no_candidate_meets_the_target_no_winner_and_says_why():
+    objective = dict(THROUGHPUT, latency_target={"itl_median_ms": 1})
+    ranked = R.rank(CANDS, THROUGHPUT_RECORDS, objective=objective)
+    assert ranked["winner"] is None and ranked["groups"] == []
+    assert [e["rank"] for e in ranked["ranking"]] == [None] * 7
+    assert [e["label"] for e in ranked["ranking"][:4]] == [
+        "OMP_NUM_THREADS=2", "attention-backend=flashinfer OMP_NUM_THREADS=2", "attention-backend=flashinfer",
+        "baseline"]
+    assert render.winner_line(ranked) == ("winner: none: no working candidate meets the objective (4 miss it: see "
+                                          "their reasons); keep the current profile")
+    assert render.snippet(ranked, "s", "h").startswith("# sweep s on h: no working candidate meets the objective")
+
+
+def test_a_level_not_measured_misses_even_without_a_target():
+    ranked = R.rank(CANDS, RECORDS, objective={"name": "throughput", "concurrency": 8, "latency_target": {}})
+    assert ranked["winner"] is None
+    assert ranked["ranking"][0]["misses"] == ["no output tok/s measured at concurrency 8"]
+
+
+def test_single_stream_with_a_level_ranks_as_without_and_shows_the_level():
+    plain = R.rank(CANDS, RECORDS)
+    shown = R.rank(CANDS, THROUGHPUT_RECORDS, objective={"name": "single_stream", "concurrency": 4,
+                                                          "latency_target": {}})
+    keys = ("key", "rank", "group", "tie", "noise", "low", "high", "vs_baseline_pct", "reason")
+    assert [[e.get(k) for k in keys] for e in shown["ranking"]] == [[e.get(k) for k in keys] for e in plain["ranking"]]
+    assert shown["tie_rule"] == plain["tie_rule"] and shown["groups"] == plain["groups"]
+    assert render.winner_line(shown) == render.winner_line(plain)
+    assert all(e["target_met"] is None and e["misses"] == [] for e in shown["ranking"])
+    assert shown["ranking"][0]["at_objective"] == {"concurrency": 4, "output_throughput": 1000.0,
+                                                   "p99_ttft_ms": 300.0, "median_itl_ms": 9.0}
+
+
+def test_the_report_shows_the_objective_and_every_candidates_figures_at_its_level():
+    for objective in (THROUGHPUT, {"name": "single_stream", "concurrency": 4, "latency_target": {}}):
+        ranked = R.rank(CANDS, THROUGHPUT_RECORDS, objective=objective)
+        md = render.markdown(ranked, "s", "h", "2026-03-02T10:00:00Z")
+        lines = md.splitlines()
+        assert lines[2].startswith("Objective: %s" % objective["name"])
+        assert "| output tok/s @ concurrency 4 | p99 TTFT ms @ concurrency 4 | median ITL ms @ concurrency 4 " \
+               "| target |" in lines[7]
+        row = next(line for line in lines if line.startswith("| ") and "| attention-backend=flashinfer |" in line)
+        assert "| 1000 | 300.0 | 9.00 |" in row
+        summ = render.summary(ranked, "s", "h", "2026-03-02T10:00:00Z", [])
+        assert summ["objective"]["name"] == objective["name"] and summ["objective"]["concurrency"] == 4
+        first = dict((r["label"], r) for r in summ["ranking"])["attention-backend=flashinfer"]
+        assert first["at_objective"]["median_itl_ms"] == 9.0 and first["figures"]["decode_tps"]["median"] == 130.0
+    assert lines[2] == ("Objective: single_stream: single-stream decode tok/s, no latency target; throughput and "
+                        "latency shown at concurrency 4.")
+    ranked = R.rank(CANDS, THROUGHPUT_RECORDS, objective=THROUGHPUT)
+    md = render.markdown(ranked, "s", "h", "2026-03-02T10:00:00Z")
+    assert md.splitlines()[2] == ("Objective: throughput: output tok/s at concurrency 4, within the latency target "
+                                  "p99 TTFT <= 500 ms, median ITL <= 20 ms.")
+    assert "## Working candidates that miss the objective" in md
+    assert "- OMP_NUM_THREADS=2 (`%s`): ttft_p99_ms <= 500 ms: p99 TTFT 650 ms at concurrency 4" % (
+        BY_LABEL["OMP_NUM_THREADS=2"]["key"]) in md
+    console = render.console_lines(ranked, "s", "h")
+    assert "c=4 tok/s" in console[1]
+    row = next(line for line in console if line.startswith("-    OMP_NUM_THREADS=2 "))
+    assert " misses " in row and "p99 TTFT 650 ms" in row
+    # the snippet keeps its form: comments, then the keys that differ
+    text = render.snippet(ranked, "s", "h")
+    assert text.splitlines()[1].startswith("# 1000.0 output tok/s at concurrency 4")
+    assert yaml.safe_load(text) == {"sglang_server_args": {"attention-backend": "flashinfer"}}
+
+
+def test_plot_script_writes_the_objective_chart(tmp_path):
+    ranked = R.rank(CANDS, THROUGHPUT_RECORDS, objective=THROUGHPUT)
+    src = tmp_path / "sweep-summary.json"
+    src.write_text(json.dumps(render.summary(ranked, "s", "h", "2026-03-02T10:00:00Z", [])))
+    out, objective_png = tmp_path / "sweep.png", tmp_path / "sweep-objective.png"
+    proc = subprocess.run([sys.executable, PLOT, str(src), str(out), str(objective_png)], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == objective_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the 4 working candidates with both figures; the failed ones have no point
+    assert "wrote %s (4 candidates plotted)" % objective_png in proc.stdout

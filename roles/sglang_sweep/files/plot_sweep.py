@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Plot a sweep's candidates: one bar per candidate with its single-stream decode tok/s median
 and min/max error bars; candidates that were rejected, crashed, hung, answered wrong or did not
-run are zero-height entries marked with their outcome. Runs on the controller with
-ansible-playbook's own Python (matplotlib required).
+run are zero-height entries marked with their outcome. With OBJECTIVE_PNG, a second chart:
+each measured working candidate's output tok/s at the objective's concurrency (y) against its
+single-stream decode tok/s (x), labelled; those that meet the objective's latency target, those
+that miss it and the winner marked apart. Runs on the controller with ansible-playbook's own
+Python (matplotlib required).
 
-usage: plot_sweep.py SWEEP_JSON OUT_PNG
+usage: plot_sweep.py SWEEP_JSON OUT_PNG [OBJECTIVE_PNG]
 
 SWEEP_JSON: sweep.json (its ``summary``) or sweep-summary.json, as sglang_sweep_report writes them.
 """
@@ -18,6 +21,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 COLORS = {"working": "tab:blue", "baseline": "tab:gray", "winner": "tab:green"}
 FAILED_COLOR = "tab:red"
+# the objective chart: (colour, marker, legend) of a point by its row's target_met (None: the
+# single_stream objective, which has no target)
+POINTS = {True: ("tab:blue", "o", "meets the target"), False: (FAILED_COLOR, "X", "misses the target"),
+          None: ("tab:blue", "o", "working (no latency target)")}
 
 
 def load(path):
@@ -38,8 +45,53 @@ def label(row):
     return text
 
 
+def _point(row):
+    """(single-stream median, output tok/s at the objective's concurrency) of a working row, or None."""
+    tps = (row.get("figures") or {}).get("decode_tps") or {}
+    at = row.get("at_objective") or {}
+    if row["outcome"] != "working" or tps.get("median") is None or at.get("output_throughput") is None:
+        return None
+    return tps["median"], at["output_throughput"]
+
+
+def plot_objective(data, out):
+    """Throughput at the objective's concurrency against single-stream decode tok/s."""
+    objective = data.get("objective") or {}
+    winner = (data.get("winner") or {}).get("key")
+    fig, ax = plt.subplots(figsize=(9, 6))
+    drawn, seen = 0, set()
+    for row in data["ranking"]:
+        point = _point(row)
+        if point is None:
+            continue
+        color, marker, legend = POINTS[row.get("target_met")]
+        ax.scatter(*point, color=color, marker=marker, s=60, zorder=3,
+                   label=None if legend in seen else legend, edgecolors="black" if row.get("baseline") else None)
+        seen.add(legend)
+        if row["key"] == winner:
+            ax.scatter(*point, s=320, facecolors="none", edgecolors=COLORS["winner"], linewidths=2.5, zorder=4,
+                       label="winner")
+        ax.annotate(label(row), point, textcoords="offset points", xytext=(6, 4), fontsize=8)
+        drawn += 1
+    if not drawn:
+        ax.text(0.5, 0.5, "no working candidate has both figures", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.legend(fontsize=8, loc="best")
+    target = objective.get("latency_target") or {}
+    ax.margins(x=0.2, y=0.1)  # room for the labels
+    ax.set_xlabel("single-stream decode tok/s (median)")
+    ax.set_ylabel("output tok/s at concurrency %s" % objective.get("concurrency"))
+    ax.grid(True, alpha=0.3)
+    ax.set_title("SGLang sweep %s on %s: objective %s, target %s\nblack edge = baseline"
+                 % (data.get("sweep_name"), data.get("host"), objective.get("name", "single_stream"),
+                    ", ".join("%s <= %g" % kv for kv in sorted(target.items())) or "none"), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    print("wrote %s (%d candidates plotted)" % (out, drawn))
+
+
 def main(argv):
-    if len(argv) != 3:
+    if len(argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     try:
@@ -76,6 +128,8 @@ def main(argv):
     fig.tight_layout()
     fig.savefig(argv[2], dpi=100)
     print("wrote %s (%d candidates, %d working)" % (argv[2], len(rows), (data.get("counts") or {}).get("working", 0)))
+    if len(argv) == 4:
+        plot_objective(data, argv[3])
     return 0
 
 
