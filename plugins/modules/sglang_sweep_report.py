@@ -9,7 +9,7 @@ module: sglang_sweep_report
 short_description: Ranking, report and winner's snippet of one host's SGLang sweep
 description:
   - Ranks the working candidates of C(<report_dir>/<sweep_name>/<host>/sweep.json) by the
-    objective the plan stored there (C(settings.objective); none stored: single_stream): their
+    objective the plan stored there (C(settings.objective), else C(single_stream)), their
     records' single-stream decode tok/s, or under C(throughput) their output tok/s at the
     objective's concurrency among those within its latency target; groups those within noise of
     each other as ties (plugins/module_utils/sglang_sweep_rank.py, sglang_sweep_objective.py).
