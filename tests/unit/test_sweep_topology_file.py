@@ -7,12 +7,14 @@ pass; tp 4 x pp 2 is refused with the profile's NEXTN and accepted with speculat
 (as the file's comments say); tp 2 x dp 4 is refused because a pair cannot hold the model."""
 
 import os
+import re
 
 import pytest
 import yaml
 
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_objective as objective
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
 from sglang_flags_rules_support import RULES, ROOT, by_rule, check
 
@@ -123,3 +125,23 @@ def test_the_started_candidates_fit_the_time_budget():
     started = [label for label, rules in VERDICTS.items() if not rules]
     assert len(started) == 3
     assert len(started) * SWEEP["sweep_candidate_timeout"] <= SWEEP["sweep_time_budget"]
+
+
+def test_the_objective_and_the_commented_throughput_objective_are_accepted_by_the_plan():
+    """The file ranks single_stream; the throughput objective its comments show, uncommented,
+    is one the plan accepts against the file's sweep_concurrency, with the limits the comment
+    derives from the profile's verify gates."""
+    assert objective.resolve(SWEEP["sweep_objective"], SWEEP.get("sweep_objective_concurrency"),
+                             SWEEP.get("sweep_latency_target"), SWEEP["sweep_concurrency"]) == {
+        "name": "single_stream", "concurrency": 32, "latency_target": {}}
+    with open(os.path.join(ROOT, "sweeps", "blackwell-topology.yml"), encoding="utf-8") as fh:
+        shown = [m.group(1) for m in re.finditer(r"^#\s+((?:sweep_objective|sweep_latency_target)\w*:.*)$",
+                                                 fh.read(), re.M)]
+    example = yaml.safe_load("\n".join(shown))
+    assert set(example) == {"sweep_objective", "sweep_objective_concurrency", "sweep_latency_target"}
+    resolved = objective.resolve(example["sweep_objective"], example["sweep_objective_concurrency"],
+                                 example["sweep_latency_target"], SWEEP["sweep_concurrency"])
+    assert resolved["name"] == "throughput" and resolved["concurrency"] == max(SWEEP["sweep_concurrency"])
+    verify = _yaml(BLACKWELL, "verify.yml")
+    assert resolved["latency_target"] == {"ttft_p99_ms": verify["sglang_verify_max_ttft_ms"],
+                                          "itl_median_ms": round(1000 / verify["sglang_verify_min_decode_tps"])}
