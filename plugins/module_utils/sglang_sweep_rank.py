@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Controller side only (the sglang_sweep_report module): the ranking of a sweep's candidates and
 # the winner, with ties decided by the measured spread.
-"""Rank the working candidates of a sweep by single-stream decode tok/s.
+"""Rank the working candidates of a sweep by its objective: single-stream decode tok/s (below), or
+output tok/s at one concurrency within a latency target (``throughput``, last paragraph).
 
 Ties: each working candidate's figure is an interval, its median plus or minus its noise,
 ``noise = max(k * sigma, floor * median)`` where sigma = 1.4826 x MAD of its measured runs
