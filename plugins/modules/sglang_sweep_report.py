@@ -39,7 +39,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 lines: {description: Console lines (fixed-width ranked table of every candidate and the winner)., returned: always, type: list, elements: str}
-winner: {description: "The winner's row (key, label, outcome, rank, tie, ties, figures, changes, vs_baseline_pct, beats_baseline, is_baseline, args, env), or null when no candidate worked.", returned: always, type: dict}
+winner: {description: "The winner's row (key, label, outcome, rank, tie, ties, figures, at_objective, changes, vs_baseline_pct, beats_baseline, is_baseline, args, env), or null when no candidate worked.", returned: always, type: dict}
 ties: {description: "Groups of several candidates within noise of each other: [{rank, keys, labels}].", returned: always, type: list, elements: dict}
 snippet: {description: The winner's group_vars YAML (comments list the differences)., returned: always, type: str}
 counts: {description: Candidates per outcome (working, wrong, hung, crashed, rejected, interrupted, not run)., returned: always, type: dict}
