@@ -120,11 +120,11 @@ test-scenario:
 	$(MAKE) --no-print-directory molecule MOLECULE_SCENARIOS="$(S)"
 
 # `make test`: everything CI runs, scheduled by scripts/test-phases.sh so that both cores stay busy:
-# `make check` with beside it the scenarios that start no server (MOLECULE_BESIDE_CHECK) and the
-# first serving scenario whole (MOLECULE_FIRST: up to its converge, then its verifier), then the
-# second serving scenario (MOLECULE_SECOND) once the check is green. TEST_THEN names a target run
-# after the first scenario, beside the second (.ci/run: ci-demo). Timings are taken under each
-# other's load (the script says why that is safe); `make test-scenario` still runs one alone.
+# from the start `make check`, the scenarios that start no server (MOLECULE_BESIDE_CHECK) and the
+# first serving scenario whole (MOLECULE_FIRST: up to its converge, then its verifier); the second
+# serving scenario (MOLECULE_SECOND) once the first has converged (its ml_env generation complete).
+# TEST_THEN names a target run after the first scenario (.ci/run: ci-demo). Timings are taken
+# under each other's load (the script says why that is safe); `make test-scenario` runs one alone.
 MOLECULE_BESIDE_CHECK ?= cuda_toolkit gpu_host
 MOLECULE_FIRST ?= default
 MOLECULE_SECOND ?= rollout

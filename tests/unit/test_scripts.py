@@ -68,17 +68,19 @@ def test_ci_report_shows_how_busy_the_cores_were_per_5_minutes(tmp_path):
 
 
 PHASES_FAKES = {
-    # each fake prints what ran and when (a counter, not the clock), then fails where told
-    "scripts/molecule-run.sh": 'echo "molecule-run $*"; sleep "${SLEEP_S:-0.2}"\n'
+    # each fake appends when it starts and ends to calls.log, then fails where told
+    "scripts/molecule-run.sh": 'echo "start molecule-run $*" >> calls.log; sleep "${SLEEP_S:-0.2}"\n'
+                               'echo "end molecule-run $*" >> calls.log\n'
                                'case " $* " in *" ${FAIL_SCENARIO:-none} "*) exit 1;; esac\n',
-    ".venv/bin/molecule": 'echo "molecule $*" >> molecule.calls\n',
-    "bin/make": 'echo "make $*"; sleep 0.2; [ "${FAIL_TARGET:-}" != "${*: -1}" ]\n',
+    ".venv/bin/molecule": 'echo "molecule $*" >> calls.log\n',
+    "bin/make": 'echo "start make $*" >> calls.log; sleep 0.2; echo "end make $*" >> calls.log\n'
+                '[ "${FAIL_TARGET:-}" != "${*: -1}" ]\n',
 }
 
 
 def phases(tmp_path, **env):
     """scripts/test-phases.sh run on fakes of molecule-run.sh, molecule and make (a copy of the
-    script in tmp_path: it runs whatever sits beside it)."""
+    script in tmp_path: it runs whatever sits beside it); (process, the calls in order)."""
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts/test-phases.sh").write_text((ROOT / "scripts/test-phases.sh").read_text())
     for rel, body in PHASES_FAKES.items():
@@ -91,29 +93,31 @@ def phases(tmp_path, **env):
         [str(tmp_path / "scripts/test-phases.sh"), "cuda_toolkit gpu_host", "default", "rollout", "ci-demo"],
         capture_output=True, text=True, cwd=tmp_path,
         env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", **env}, timeout=60)
-    return proc, proc.stdout.splitlines()
+    return proc, (tmp_path / "calls.log").read_text().splitlines()
 
 
-def test_the_schedule_runs_the_demo_after_the_first_scenario_and_the_second_after_the_check(tmp_path):
-    proc, lines = phases(tmp_path)
+def test_the_second_scenario_starts_once_the_first_converged_and_the_demo_follows_the_first(tmp_path):
+    proc, calls = phases(tmp_path, SLEEP_S="1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert lines.index("make --no-print-directory check") < lines.index("molecule-run rollout")
-    first = lines.index("molecule-run --until converge default")
-    assert lines[first + 1] == "molecule-run --from verify default"
-    assert lines.index("molecule-run --from verify default") < lines.index("make --no-print-directory ci-demo")
-    assert "molecule-run cuda_toolkit gpu_host" in lines
+    rollout = calls.index("start molecule-run rollout")
+    assert calls.index("end molecule-run --until converge default") < rollout
+    assert calls.index("end molecule-run cuda_toolkit gpu_host") < rollout
+    # make check and the first scenario start at once, and the check does not hold the second back
+    assert calls.index("start make --no-print-directory check") < calls.index("end molecule-run cuda_toolkit gpu_host")
+    assert calls.index("end molecule-run --from verify default") < calls.index("start make --no-print-directory ci-demo")
+    assert "=== make check (rc=0), its log:" in proc.stdout
 
 
-def test_a_red_check_stops_the_first_scenario_and_starts_no_second(tmp_path):
-    proc, lines = phases(tmp_path, FAIL_TARGET="check", SLEEP_S="5")
+def test_a_red_check_fails_the_run_once_every_part_has_ended(tmp_path):
+    proc, calls = phases(tmp_path, FAIL_TARGET="check")
     assert proc.returncode == 1
-    assert "molecule-run rollout" not in lines
-    assert (tmp_path / "molecule.calls").read_text() == "molecule destroy -s default\n"
-    assert any("failed: default stopped, rollout not started" in line for line in lines)
+    assert "end molecule-run rollout" in calls and "end make --no-print-directory ci-demo" in calls
+    assert "=== make check (rc=1), its log:" in proc.stdout
 
 
-def test_a_red_first_scenario_still_runs_the_demo_and_fails_the_run(tmp_path):
-    proc, lines = phases(tmp_path, FAIL_SCENARIO="default")
+def test_a_first_scenario_that_does_not_converge_skips_its_verifier_not_the_rest(tmp_path):
+    proc, calls = phases(tmp_path, FAIL_SCENARIO="default")
     assert proc.returncode == 1
-    assert "molecule-run --from verify default" not in lines
-    assert "make --no-print-directory ci-demo" in lines and "molecule-run rollout" in lines
+    assert "start molecule-run --from verify default" not in calls
+    assert "start make --no-print-directory ci-demo" in calls and "end molecule-run rollout" in calls
+    assert "default converged (rc=1)" in proc.stdout
