@@ -58,9 +58,10 @@ demo: demo-hosts       ## the main job on the embedded default (a gateway in fro
 demo-down: tools
 	$(BIN)/ansible-playbook $(LOCAL) playbooks/local_hosts.yml -e local_hosts_state=absent
 
-# CI's run of the README's main command, after `make test`, whose image, wheelhouse, venv and
-# ml_env generation it reuses: new demo hosts from the image built minutes before, `make demo`
-# whole, its time, then the hosts removed whatever happened. A complete generation the
+# CI's run of the README's main command (.ci/run: inside `make test`, TEST_THEN, once default is
+# done), reusing the image, wheelhouse, venv and ml_env generation `make test` built: new demo
+# hosts from the image built minutes before, `make demo` whole, its time, then the hosts removed
+# whatever happened. A complete generation the
 # scenarios built is linked into .cache/ml-envs/demo (scripts/ml-envs-seed.sh) and mounted at
 # the hosts' /root/ml-envs; without one the hosts install their own, as `make demo` does.
 ci-demo:

@@ -59,9 +59,9 @@ def gpu_order(facts, flags, env=None):
         return _result("--nnodes %d: one server over several hosts is not grouped" % lay["nnodes"])
     if dp == 1 and tp * pp >= count:
         return _result("one replica over all %d GPUs: the order does not choose its all-reduce" % count)
-    if gpus_needed(args) > count:  # the count's one owner, as tp-exceeds-gpu-count counts
-        return _result("dp x tp x pp = %d GPUs on a host of %d: refused by tp-exceeds-gpu-count"
-                       % (gpus_needed(args), count))
+    need = gpus_needed(args)  # the count's one owner, as tp-exceeds-gpu-count counts
+    if need > count:
+        return _result("dp x tp x pp = %d GPUs on a host of %d: refused by tp-exceeds-gpu-count" % (need, count))
     if count > 1 and not (facts.get("interconnect") or {}).get("matrix"):
         return _result("gpu_host_facts hold no topology (interconnect.matrix): GPUs kept in index order")
     try:

@@ -24,10 +24,10 @@ missed in its reason; the winner is the best of those meeting it.
 """
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import (
-    SINGLE_STREAM,
     THROUGHPUT,
     at_level,
     misses,
+    resolve,
 )
 
 TIE_K = 3.0
@@ -88,7 +88,7 @@ def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR, objective=None):
     then under a throughput objective the working ones that miss its target (``misses``), then
     the others in plan order (``rank`` None). Each has ``at_objective``: its figures at the
     objective's concurrency."""
-    objective = objective or {"name": SINGLE_STREAM, "concurrency": None, "latency_target": {}}
+    objective = objective or resolve()
     by_throughput = objective["name"] == THROUGHPUT
     entries = [_entry(c, (records or {}).get(c["key"])) for c in candidates]
     for e in entries:

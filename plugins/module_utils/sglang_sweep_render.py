@@ -39,10 +39,6 @@ def _throughput(e):
     return "/".join(_num(lv.get("output_throughput"), "%.0f") for lv in levels)
 
 
-def _objective(ranked):
-    return ranked.get("objective") or {"name": "single_stream", "concurrency": None, "latency_target": {}}
-
-
 def _at(e):
     """Output tok/s, p99 TTFT and median ITL at the objective's concurrency, then whether the
     candidate meets the objective's target (throughput objective only)."""
@@ -78,7 +74,7 @@ def console_lines(ranked, sweep_name, host):
     lines = ["sweep %s on %s: %s" % (sweep_name, host, ", ".join(
         "%d %s" % (n, o) for o, n in ranked["counts"].items() if n)),
         ROW % ("rank", "candidate", "key", "outcome", "decode tok/s (min-max)", "noise", "vs base", "TTFT ms",
-               "ITL p50", "accept", "tok/s @c=" + _levels(ranked), "c=%s tok/s" % _objective(ranked)["concurrency"],
+               "ITL p50", "accept", "tok/s @c=" + _levels(ranked), "c=%s tok/s" % ranked["objective"]["concurrency"],
                "p99 TTFT", "med ITL", "target", "reason")]
     for e in ranked["ranking"]:
         lines.append((ROW % (
@@ -94,14 +90,14 @@ def console_lines(ranked, sweep_name, host):
 
 
 def _at_heads(ranked, fmt, names):
-    conc = _objective(ranked)["concurrency"]
+    conc = ranked["objective"]["concurrency"]
     return tuple("%s %s" % (n, fmt % conc) for n in names)
 
 
 def _none_meets(ranked):
     """Under a throughput objective with working candidates: the words for no winner."""
-    missed = _objective(ranked).get("missed") or []
-    if _objective(ranked)["name"] != THROUGHPUT or not missed:
+    missed = ranked["objective"].get("missed") or []
+    if ranked["objective"]["name"] != THROUGHPUT or not missed:
         return None
     return "no working candidate meets the objective (%d miss it: see their reasons)" % len(missed)
 
@@ -115,7 +111,7 @@ def winner_line(ranked):
 
 
 def _verdict(ranked):
-    w, obj = ranked["winner"], _objective(ranked)
+    w, obj = ranked["winner"], ranked["objective"]
     tps = (w["figures"] or {}).get("decode_tps") or {}
     text = "%.1f tok/s single stream" % tps["median"] if tps.get("median") is not None else "no single-stream figure"
     if obj["name"] == THROUGHPUT:
@@ -177,7 +173,7 @@ def _changes_text(e):
 
 
 def _ranked_by(ranked):
-    obj = _objective(ranked)
+    obj = ranked["objective"]
     if obj["name"] == THROUGHPUT:
         return ("Ranked by output tok/s at concurrency %s among the working candidates that meet the objective; "
                 "%s: those share a rank (`=`). The working candidates that miss it follow, unranked." % (
@@ -188,7 +184,7 @@ def _ranked_by(ranked):
 
 def markdown(ranked, sweep_name, host, generated):
     out = ["# Sweep `%s` on %s" % (sweep_name, host), "",
-           describe(_objective(ranked)), "",
+           describe(ranked["objective"]), "",
            "Generated %s. Candidates: %s." % (generated, ", ".join(
                "%d %s" % (n, o) for o, n in ranked["counts"].items() if n)),
            _ranked_by(ranked), "",
@@ -239,7 +235,7 @@ def summary(ranked, sweep_name, host, generated, missing):
     return {
         "sweep_name": sweep_name, "host": host, "generated": generated,
         "complete": not missing, "missing": missing, "counts": ranked["counts"], "tie_rule": ranked["tie_rule"],
-        "objective": _objective(ranked),
+        "objective": ranked["objective"],
         "groups": ranked["groups"],
         "winner": None if w is None else dict(row(w), ties=w["ties"], beats_baseline=w["beats_baseline"],
                                               is_baseline=w["is_baseline"]),
