@@ -113,6 +113,17 @@ def misses(level, target):
     return out
 
 
+def other(objective):
+    """The objective the report also ranks by, from the same records: ``single_stream`` for a
+    throughput sweep; ``throughput`` at the level shown, with no latency target, for a
+    single-stream sweep (None when no level was measured)."""
+    if objective["name"] == THROUGHPUT:
+        return {"name": SINGLE_STREAM, "concurrency": objective.get("concurrency"), "latency_target": {}}
+    if objective.get("concurrency") is None:
+        return None
+    return {"name": THROUGHPUT, "concurrency": objective["concurrency"], "latency_target": {}}
+
+
 def describe(objective):
     """The objective and its target in one sentence, for the report's head."""
     conc = objective.get("concurrency")

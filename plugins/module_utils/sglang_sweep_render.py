@@ -69,8 +69,39 @@ def _levels(ranked):
     return "-"
 
 
-def console_lines(ranked, sweep_name, host):
-    """A fixed-width ranked table, every candidate, then the winner in one line."""
+def _value(e, objective):
+    """A ranked candidate's figure under ``objective``, in words."""
+    if objective["name"] == THROUGHPUT:
+        return "%s output tok/s at concurrency %s" % (_num(e["at_objective"]["output_throughput"]), objective["concurrency"])
+    return "%s tok/s single stream" % _num(((e.get("figures") or {}).get("decode_tps") or {}).get("median"))
+
+
+def other_lines(other):
+    """The ranking under the other objective (sglang_sweep_objective.other), ranked from the
+    same records: one line a ranked candidate, then its winner. [] when there is none."""
+    if other is None:
+        return []
+    obj = other["objective"]
+    out = ["under the other objective, %s" % describe(obj)[len("Objective: "):].rstrip(".")]
+    out += ["  %-3s %s: %s" % (_rank(e), e["label"], _value(e, obj)) for e in other["ranking"] if e.get("rank")]
+    return out + ["  " + winner_line(other)]
+
+
+def other_summary(other):
+    """The JSON of the ranking under the other objective (None when there is none)."""
+    if other is None:
+        return None
+    w = other["winner"]
+    return {"objective": other["objective"], "winner": None if w is None else {"key": w["key"], "label": w["label"]},
+            "ranking": [{"key": e["key"], "label": e["label"], "rank": e["rank"], "tie": e["tie"],
+                         "value": e["at_objective"]["output_throughput"] if other["objective"]["name"] == THROUGHPUT
+                         else ((e.get("figures") or {}).get("decode_tps") or {}).get("median")}
+                        for e in other["ranking"] if e.get("rank")]}
+
+
+def console_lines(ranked, sweep_name, host, other=None):
+    """A fixed-width ranked table, every candidate, then the winner in one line, then the ranking
+    under the other objective."""
     lines = ["sweep %s on %s: %s" % (sweep_name, host, ", ".join(
         "%d %s" % (n, o) for o, n in ranked["counts"].items() if n)),
         ROW % ("rank", "candidate", "key", "outcome", "decode tok/s (min-max)", "noise", "vs base", "TTFT ms",
@@ -86,7 +117,7 @@ def console_lines(ranked, sweep_name, host):
             "" if e["outcome"] == "working" and not e.get("misses") else _short(e["reason"], 140))).rstrip())
     lines.append(winner_line(ranked))
     lines.append("ties: %s" % ranked["tie_rule"]["rule"])
-    return lines
+    return lines + other_lines(other)
 
 
 def _at_heads(ranked, fmt, names):
@@ -182,7 +213,7 @@ def _ranked_by(ranked):
         ranked["tie_rule"]["rule"])
 
 
-def markdown(ranked, sweep_name, host, generated):
+def markdown(ranked, sweep_name, host, generated, other=None):
     out = ["# Sweep `%s` on %s" % (sweep_name, host), "",
            describe(ranked["objective"]), "",
            "Generated %s. Candidates: %s." % (generated, ", ".join(
@@ -201,6 +232,12 @@ def markdown(ranked, sweep_name, host, generated):
             _num(_fig(e, "ttft_ms")), _num(_fig(e, "itl_ms", "p50"), "%.2f"),
             _num(_fig(e, "spec_accept_length"), "%.2f"), _throughput(e), *_at(e), _changes_text(e))))
     out += ["", "## Winner", "", winner_line(ranked), "", "```yaml", snippet(ranked, sweep_name, host).rstrip(), "```"]
+    if other is not None:
+        obj = other["objective"]
+        out += ["", "## Under the other objective", "", "The same figures ranked by the objective not declared "
+                "(the winner above is the declared objective's): %s" % describe(obj)[len("Objective: "):], ""]
+        out += ["- %s %s: %s" % (_rank(e), _md_cell(e["label"]), _value(e, obj)) for e in other["ranking"] if e.get("rank")]
+        out += ["", _md_cell(winner_line(other))]
     missed = [e for e in ranked["ranking"] if e.get("misses")]
     if missed:
         out += ["", "## Working candidates that miss the objective", ""]
@@ -222,7 +259,7 @@ def markdown(ranked, sweep_name, host, generated):
     return "\n".join(out) + "\n"
 
 
-def summary(ranked, sweep_name, host, generated, missing):
+def summary(ranked, sweep_name, host, generated, missing, other=None):
     """The JSON summary: every candidate's row (no journal), the winner, the counts."""
     def row(e):
         keep = ("key", "label", "aliases", "outcome", "stage", "reason", "rank", "group", "tie", "noise", "low",
@@ -240,4 +277,5 @@ def summary(ranked, sweep_name, host, generated, missing):
         "winner": None if w is None else dict(row(w), ties=w["ties"], beats_baseline=w["beats_baseline"],
                                               is_baseline=w["is_baseline"]),
         "ranking": [row(e) for e in ranked["ranking"]],
+        "other_objective": other_summary(other),
     }

@@ -13,6 +13,8 @@ description:
     records' single-stream decode tok/s, or under C(throughput) their output tok/s at the
     objective's concurrency among those within its latency target; groups those within noise of
     each other as ties (plugins/module_utils/sglang_sweep_rank.py, sglang_sweep_objective.py).
+  - Ranks the same records by the other objective too (C(other_objective)), what the choice not
+    declared would pick; the winner (and what a kept sweep rolls) is the declared objective's.
   - Writes C(sweep.md), C(sweep-summary.json) and C(winner.yml) (a group_vars snippet with only
     the keys that differ from the current profile) there, and the ranking into C(sweep.json)
     (C(summary); C(files/plot_sweep.py) plots C(sweep.png) and C(sweep-objective.png) from either JSON file).
@@ -47,13 +49,14 @@ complete: {description: Whether every candidate of the plan has finished., retur
 missing: {description: Keys of the candidates without a finished record., returned: always, type: list, elements: str}
 paths: {description: "{markdown, summary, snippet, sweep_json, plot, objective_plot}: the files (plot, objective_plot: where plot_sweep.py should write).", returned: always, type: dict}
 objective: {description: "The objective ranked by: {name, concurrency, latency_target, met, missed}.", returned: always, type: dict}
+other_objective: {description: "The same records ranked by the objective not declared (single_stream for a throughput sweep; throughput at the level shown, no latency target, for a single-stream one): {objective, winner: {key, label} or null, ranking: [{key, label, rank, tie, value}]}; null when no concurrency level was measured. The winner kept is always the declared objective's.", returned: always, type: dict}
 """
 
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import resolve
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import other, resolve
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_rank import rank
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_render import console_lines, markdown, snippet, summary
@@ -96,14 +99,17 @@ def main():
     except SweepPlanError as exc:
         module.fail_json(msg="sweep.json in %s: %s" % (directory, exc))
     ranked = rank(cands, recs, p["tie_k"], p["noise_floor"], objective)
+    # the same records ranked by the objective not declared: what the other choice would pick
+    alternate = other(ranked["objective"])
+    other_ranked = rank(cands, recs, p["tie_k"], p["noise_floor"], alternate) if alternate else None
     generated = iso(time.time())
-    summ = summary(ranked, p["sweep_name"], p["host"], generated, missing)
+    summ = summary(ranked, p["sweep_name"], p["host"], generated, missing, other_ranked)
     text = snippet(ranked, p["sweep_name"], p["host"])
     paths = dict((name, os.path.join(directory, f)) for name, f in (
         ("markdown", "sweep.md"), ("summary", "sweep-summary.json"), ("snippet", "winner.yml"),
         ("sweep_json", "sweep.json"), ("plot", "sweep.png"), ("objective_plot", "sweep-objective.png")))
     if not module.check_mode:
-        write_text(paths["markdown"], markdown(ranked, p["sweep_name"], p["host"], generated))
+        write_text(paths["markdown"], markdown(ranked, p["sweep_name"], p["host"], generated, other_ranked))
         write_json(paths["summary"], summ)
         write_text(paths["snippet"], text)
         write_sweep(directory, dict(data, summary=summ))
@@ -112,9 +118,9 @@ def main():
         winner = dict(summ["winner"], args=ranked["winner"]["args"], env=ranked["winner"]["env"])
     ties = [{"rank": i + 1, "keys": keys, "labels": [r["label"] for r in summ["ranking"] if r["key"] in keys]}
             for i, keys in enumerate(ranked["groups"]) if len(keys) > 1]
-    module.exit_json(changed=False, lines=console_lines(ranked, p["sweep_name"], p["host"]), winner=winner,
+    module.exit_json(changed=False, lines=console_lines(ranked, p["sweep_name"], p["host"], other_ranked), winner=winner,
                      ties=ties, snippet=text, counts=ranked["counts"], complete=not missing, missing=missing,
-                     paths=paths, objective=summ["objective"])
+                     paths=paths, objective=summ["objective"], other_objective=summ["other_objective"])
 
 
 if __name__ == "__main__":

@@ -170,7 +170,8 @@ def test_host_rules_are_the_ones_the_script_implements():
         script = fh.read()
     assert HOST_RULE_IDS == {"host-model-path-missing", "host-mscclpp-not-importable",
                              "host-tp-exceeds-gpu-count", "host-quantization-mismatch",
-                             "host-trtllm-mha-fp8-kv-checkpoint"}
+                             "host-trtllm-mha-fp8-kv-checkpoint", "host-cpu-ranks-exceed-numa-nodes",
+                             "host-cpu-omp-bind-groups"}
     # the checkpoint's two are plugins/filter/sglang_flags_checkpoint.py's (test_sglang_flags_checkpoint.py)
     for rid in HOST_RULE_IDS - {"host-quantization-mismatch", "host-trtllm-mha-fp8-kv-checkpoint"}:
         assert f'"{rid}"' in script

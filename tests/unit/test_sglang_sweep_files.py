@@ -50,7 +50,7 @@ def judge(cand, version="0.5.23", **host):
 BLACKWELL = dict(sm="12.0", gpu_count=8, packages=["sglang"])
 
 
-@pytest.mark.parametrize("name", ["blackwell-backends.yml", "local-cpu.yml"])
+@pytest.mark.parametrize("name", ["blackwell-backends.yml", "local-cpu.yml", "local-cpu-topology.yml"])
 def test_sweep_files_use_only_the_documented_variables(name):
     sweep = _yaml("sweeps", name)
     assert set(sweep) <= set(SPEC), "undocumented: %s" % sorted(set(sweep) - set(SPEC))
@@ -88,3 +88,17 @@ def test_local_cpu_sweep_is_short_and_real():
     assert dict(verdicts)["unknown schedule policy (refused)"] == ["flag-choice"]
     assert cands[0]["env"]["OMP_NUM_THREADS"] == "1"  # the profile's value is the baseline, not a candidate
     assert len(started) * sweep["sweep_candidate_timeout"] <= sweep["sweep_time_budget"]
+
+
+def test_local_cpu_topology_sweep_passes_offline_and_gives_each_replica_a_core():
+    """Both dp 2 candidates pass the offline rules: the one without SGLANG_CPU_OMP_THREADS_BIND is
+    refused on the host, where the NUMA nodes are counted (test_sglang_flags_host_cpu_ranks.py)."""
+    sweep, cands = expand("local-cpu-topology.yml", "local", "all")
+    verdicts = dict((c["label"], judge(c, sm="", gpu_count=None, packages=["sglang"])) for c in cands)
+    assert list(verdicts) == ["baseline", "dp 2, one core per replica", "dp 2 without a thread binding (refused)"]
+    assert all(rules == [] for rules in verdicts.values()), verdicts
+    bound, unbound = cands[1], cands[2]
+    assert bound["changes"] == {"args": {"dp-size": 2}, "env": {"SGLANG_CPU_OMP_THREADS_BIND": "0|1"}}
+    assert unbound["changes"] == {"args": {"dp-size": 2}, "env": {}}
+    assert sweep["sweep_objective"] == "throughput" and sweep["sweep_objective_concurrency"] in sweep["sweep_concurrency"]
+    assert 2 * sweep["sweep_candidate_timeout"] <= sweep["sweep_time_budget"]

@@ -314,3 +314,39 @@ def test_plot_script_writes_the_objective_chart(tmp_path):
     assert out.read_bytes()[:8] == objective_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the 4 working candidates with both figures; the failed ones have no point
     assert "wrote %s (4 candidates plotted)" % objective_png in proc.stdout
+
+
+def test_the_report_also_ranks_by_the_objective_not_declared():
+    """A throughput sweep shows the single-stream order of the same records, and a single-stream
+    sweep the throughput order at its level (no target): the winner kept is the declared one's."""
+    from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import other
+    declared = R.rank(CANDS, THROUGHPUT_RECORDS, objective=THROUGHPUT)
+    alt = R.rank(CANDS, THROUGHPUT_RECORDS, objective=other(declared["objective"]))
+    assert alt["objective"]["name"] == "single_stream" and alt["objective"]["concurrency"] == 4
+    # single stream: flashinfer 130 and flashinfer+OMP2 128 tie; OMP2 103 and baseline 100 tie
+    summ = render.other_summary(alt)
+    assert [(r["label"], r["rank"], r["tie"]) for r in summ["ranking"]] == [
+        ("attention-backend=flashinfer", 1, True), ("attention-backend=flashinfer OMP_NUM_THREADS=2", 1, True),
+        ("OMP_NUM_THREADS=2", 2, True), ("baseline", 2, True)]
+    assert summ["winner"]["label"] == "attention-backend=flashinfer" and summ["ranking"][0]["value"] == 130.0
+    lines = render.console_lines(declared, "s", "h", alt)
+    at = lines.index("under the other objective, single_stream: single-stream decode tok/s, no latency target; "
+                     "throughput and latency shown at concurrency 4")
+    assert lines[at + 1] == "  1=  attention-backend=flashinfer: 130.0 tok/s single stream"
+    assert lines[-1].startswith("  winner: attention-backend=flashinfer [")
+    md = render.markdown(declared, "s", "h", "2026-03-02T10:00:00Z", alt)
+    assert "## Under the other objective" in md and "- 2= baseline: 100.0 tok/s single stream" in md
+    # the declared winner is unchanged by the other ranking: the one within the target
+    assert render.summary(declared, "s", "h", "t", [], alt)["winner"]["label"] == "attention-backend=flashinfer"
+    # the other way round: every working candidate ranked by output tok/s at 4, the target not applied
+    single = {"name": "single_stream", "concurrency": 4, "latency_target": {}}
+    alt = R.rank(CANDS, THROUGHPUT_RECORDS, objective=other(single))
+    assert alt["objective"] == dict(name="throughput", concurrency=4, latency_target={}, met=4, missed=[])
+    assert [(r["label"], r["rank"], r["value"]) for r in render.other_summary(alt)["ranking"]] == [
+        ("OMP_NUM_THREADS=2", 1, 1500.0), ("attention-backend=flashinfer OMP_NUM_THREADS=2", 2, 1200.0),
+        ("attention-backend=flashinfer", 3, 1000.0), ("baseline", 4, 900.0)]
+    assert "- 1 OMP_NUM_THREADS=2: 1500.0 output tok/s at concurrency 4" in render.markdown(
+        R.rank(CANDS, THROUGHPUT_RECORDS, objective=single), "s", "h", "t", alt)
+    # nothing measured at a level: no other ranking
+    assert other({"name": "single_stream", "concurrency": None, "latency_target": {}}) is None
+    assert render.other_lines(None) == [] and render.other_summary(None) is None

@@ -90,10 +90,17 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     assert "continuation token" in degraded["reason"] and "reference token" in degraded["reason"], degraded
     assert degraded["details"]["summary"]["top1"] < 1.0, degraded
     working = {label: r for label, r in records.items() if r["outcome"] == "working"}
-    assert set(working) == {"baseline", "max-running-requests 4"}, outcome
+    assert set(working) == {"baseline", "dp 2"}, outcome
     medians = [r["figures"]["decode_tps"]["median"] for r in working.values()]
     assert all(m > 0 for m in medians) and medians[0] != medians[1], medians
+    # the two replicas were measured at every level, as the baseline was
+    assert [lv["concurrency"] for lv in working["dp 2"]["figures"]["throughput"]] == [1, 2], working["dp 2"]
     summary = json.loads((RESULTS / "sweep-summary.json").read_text())
+    # the same records ranked by the objective not declared (throughput at 2, no target)
+    other = summary["other_objective"]
+    assert other["objective"]["name"] == "throughput" and other["objective"]["concurrency"] == 2, other
+    assert {r["label"] for r in other["ranking"]} == {"baseline", "dp 2"}, other
+    assert "## Under the other objective" in (RESULTS / "sweep.md").read_text()
     assert summary and (RESULTS / "sweep.md").is_file() and (RESULTS / "winner.yml").is_file()
     assert (RESULTS / "sweep.png").stat().st_size > 1000
     assert "baseline" in (RESULTS / "sweep.md").read_text()
@@ -105,7 +112,7 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     assert ask(ip_of(CANARY)) == "OK"
     with urllib.request.urlopen(f"http://{ip_of(CANARY)}:30000/server_info", timeout=30) as resp:
         info = json.loads(resp.read())
-    assert info.get("max_running_requests") != 4 and info.get("schedule_policy") != "fastest"
+    assert info.get("dp_size") == 1 and info.get("schedule_policy") != "fastest", info
     assert info["model_path"] == TINY_MODEL
     for h in HOSTS[:2]:
         assert unit_state(h)[0] == before[h][0], f"{h} was restarted by a sweep of {CANARY}"

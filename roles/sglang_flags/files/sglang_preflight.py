@@ -192,6 +192,35 @@ def check_gpu_count(v, sa, request, gpu_count):
                 gpu_count=gpu_count)
 
 
+def check_cpu_ranks(v, sa, request, numa_nodes=None):
+    """Rules host-cpu-ranks-exceed-numa-nodes and host-cpu-omp-bind-groups: on a CPU server each
+    rank's scheduler binds its OpenMP threads at start (SGLang 0.5.23 numa_utils.init_threads_binding,
+    ranks = dp x tp x pp): without SGLANG_CPU_OMP_THREADS_BIND one NUMA node per rank, with it one
+    '|'-separated core group per rank, else an assert kills the rank during init. ``numa_nodes``:
+    SGLang's own count (utils.common.get_cpu_ids_by_node) when None."""
+    layout = _layout_module(request)
+    if getattr(sa, "device", None) != "cpu" or layout is None:
+        return  # check_gpu_count names a missing layout_source
+    lay = layout["layout"](layout["flags_from_server_args"](sa))
+    ranks = lay["dp"] * lay["tp"] * lay["pp"]
+    if ranks <= 1:
+        return
+    shape = "dp-size %d x tp-size %d x pp-size %d = %d ranks" % (lay["dp"], lay["tp"], lay["pp"], ranks)
+    bind = os.environ.get("SGLANG_CPU_OMP_THREADS_BIND", "all")
+    if bind != "all":
+        groups = len(bind.split("|"))
+        if groups < ranks:
+            v.host_rule("host-cpu-omp-bind-groups", "dp-size", layout=shape, ranks=ranks, groups=groups, value=bind)
+        return
+    if numa_nodes is None:
+        from sglang.srt.utils.common import get_cpu_ids_by_node  # noqa: PLC0415
+
+        numa_nodes = len(get_cpu_ids_by_node())
+    if ranks > numa_nodes:
+        v.host_rule("host-cpu-ranks-exceed-numa-nodes", "dp-size", layout=shape, ranks=ranks,
+                    numa_nodes=numa_nodes)
+
+
 def main(request, v):
     argv = request.get("argv")
     if not isinstance(argv, list) or not all(isinstance(t, str) for t in argv):
@@ -256,6 +285,10 @@ def main(request, v):
         except Exception as exc:  # noqa: BLE001 - report, do not crash
             v.warn("gpu-count", "tp", f"could not count GPUs: {exc}")
     check_gpu_count(v, sa, request, gpu_count)
+    try:
+        check_cpu_ranks(v, sa, request)
+    except Exception as exc:  # noqa: BLE001 - report, do not crash
+        v.warn("cpu-ranks", "dp-size", f"could not count the NUMA nodes: {exc}")
     if not model_ok:
         return 1  # the resolver would try to fetch the model from the Hub
 
