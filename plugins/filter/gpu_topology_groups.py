@@ -16,6 +16,10 @@ roles/gpu_host gathered (plugins/module_utils/gpu_topology_groups.py does the gr
   the lines that say which GPUs each DP rank got and why, and the warnings. Used by
   roles/sglang_flags (defaults/main.yml, the server's environment; tasks/model.yml, the report).
 
+- gpu_topology_candidate_env(gpu_host_facts, flags, env, pinned): the same for a sweep
+  candidate (roles/sglang_sweep/tasks/candidate.yml): the canary's own order dropped unless
+  pinned, the candidate's layout grouped anew; its env is the whole environment to launch with.
+
 gpu_topology_groups itself is not in FilterModule.filters(): no role calls it (the collection's
 contract, tests/unit/test_collection_layout.py, refuses a filter that no playbook, role or
 template uses); gpu_topology_env is how the grouping reaches the roles.
@@ -24,7 +28,7 @@ Unit tests: tests/unit/test_gpu_topology_groups.py.
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_env import gpu_order
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_env import candidate_env, gpu_order
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_groups import (
     GroupingError, plan_groups_from_facts)
 
@@ -46,8 +50,14 @@ def gpu_topology_env(facts, flags, env=None):
     return gpu_order(facts, flags, env)
 
 
+def gpu_topology_candidate_env(facts, flags, env, pinned=False):
+    if not isinstance(flags, dict) or not isinstance(env, dict):
+        raise AnsibleFilterError("gpu_topology_candidate_env expects the candidate's flags and environment (dicts)")
+    return candidate_env(facts, flags, env, bool(pinned))
+
+
 class FilterModule(object):
     """GPU grouping for data-parallel replicas (see above)."""
 
     def filters(self):
-        return {"gpu_topology_env": gpu_topology_env}
+        return {"gpu_topology_env": gpu_topology_env, "gpu_topology_candidate_env": gpu_topology_candidate_env}

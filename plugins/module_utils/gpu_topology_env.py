@@ -78,3 +78,20 @@ def gpu_order(facts, flags, env=None):
     return _result("dp-size %d x tp-size %d x pp-size %d on %d GPUs: %s=%s, each replica's GPUs as "
                    "close as the topology allows" % (dp, tp, pp, count, VAR, plan["cuda_visible_devices"]),
                    plan, {VAR: plan["cuda_visible_devices"]}, lines, warnings)
+
+
+def candidate_env(facts, flags, env, pinned=False):
+    """A sweep candidate's environment with its own GPU order: ``gpu_order``'s dict, ``env`` being
+    the whole environment to launch with.
+
+    A candidate's environment is the canary's with the candidate's changes, so it carries the
+    CUDA_VISIBLE_DEVICES the canary's grouping chose for the canary's layout (none for a layout
+    with nothing to order). Unless ``pinned`` (sglang_server_env or the candidate's own changes
+    set it), that order is dropped and the candidate's layout is grouped anew: a tp 4 x dp 2
+    candidate on a tp 8 canary gets each replica under one socket, as a deploy of it would."""
+    env = dict(env) if isinstance(env, dict) else {}
+    if not pinned:
+        env.pop(VAR, None)
+    result = gpu_order(facts, flags, env)
+    result["env"] = dict(env, **result["env"])
+    return result

@@ -53,7 +53,7 @@ def _entry(cand, rec):
         "outcome": rec.get("outcome") if rec.get("status") == "finished" else ("interrupted" if rec else "not run"),
         "reason": rec.get("reason") or ("started, never finished" if rec else "not run (time budget or stopped)"),
         "stage": rec.get("stage"), "details": rec.get("details") or {}, "figures": rec.get("figures"),
-        "duration_s": rec.get("duration_s"),
+        "duration_s": rec.get("duration_s"), "gpu_order": rec.get("gpu_order") or [],
     }
 
 

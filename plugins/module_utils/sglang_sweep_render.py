@@ -238,6 +238,11 @@ def markdown(ranked, sweep_name, host, generated, other=None):
                 "(the winner above is the declared objective's): %s" % describe(obj)[len("Objective: "):], ""]
         out += ["- %s %s: %s" % (_rank(e), _md_cell(e["label"]), _value(e, obj)) for e in other["ranking"] if e.get("rank")]
         out += ["", _md_cell(winner_line(other))]
+    grouped = [e for e in ranked["ranking"] if e.get("gpu_order")]
+    if grouped:
+        out += ["", "## GPUs of each data-parallel replica", ""]
+        out += ["- %s (`%s`): %s" % (_md_cell(e["label"]), e["key"], _md_cell("; ".join(e["gpu_order"])))
+                for e in grouped]
     missed = [e for e in ranked["ranking"] if e.get("misses")]
     if missed:
         out += ["", "## Working candidates that miss the objective", ""]
@@ -263,7 +268,8 @@ def summary(ranked, sweep_name, host, generated, missing, other=None):
     """The JSON summary: every candidate's row (no journal), the winner, the counts."""
     def row(e):
         keep = ("key", "label", "aliases", "outcome", "stage", "reason", "rank", "group", "tie", "noise", "low",
-                "high", "vs_baseline_pct", "changes", "figures", "duration_s", "at_objective", "target_met", "misses")
+                "high", "vs_baseline_pct", "changes", "figures", "duration_s", "at_objective", "target_met", "misses",
+                "gpu_order")
         out = dict((k, e.get(k)) for k in keep)
         out["baseline"] = e is ranked["baseline"]
         out["rule"] = e["details"].get("rule")

@@ -30,6 +30,7 @@ options:
   wait: {description: "The sglang_server_wait result (failed, msg, journal, outcome): outcome crashed -> crashed, hung or timeout -> hung.", type: dict, default: {}}
   probe: {description: "The registered sglang_probe result (result, failures); empty when the server never started.", type: dict, default: {}}
   journal: {description: Journal lines read after the measurement (crash under load)., type: list, elements: str, default: []}
+  gpu_order: {description: "Which GPUs each data-parallel replica got and why, and the warning when no grouping keeps a replica under one socket (gpu_topology_candidate_env's lines and warnings); kept in the record as C(gpu_order) and shown by the report.", type: list, elements: str, default: []}
   catalog_options: {description: "The host's flag catalog's option strings, as given to sglang_sweep_plan: the record's flags and changes show secret flags (abbreviations resolved through it) as <redacted>.", type: list, elements: str, default: []}
   secrets: {description: "The secret values among the arguments (the sglang_sweep_secrets filter, as given to sglang_sweep_plan): Ansible masks them in everything the module returns and logs, its arguments (-vvv) included, also when an argument is refused before the module's own code runs. Without it the module masks the candidate's secret values itself once its arguments are accepted.", type: list, elements: str, default: []}
 author: [sglang_deploy]
@@ -89,6 +90,7 @@ ARGUMENT_SPEC = dict(
     wait=dict(type="dict", default={}),
     probe=dict(type="dict", default={}),
     journal=dict(type="list", elements="str", default=[]),
+    gpu_order=dict(type="list", elements="str", default=[]),
     catalog_options=dict(type="list", elements="str", default=[]),
     # the secret strings alone, as sglang_sweep_plan takes them (why: a comment there)
     secrets=dict(type="list", elements="str", default=[], no_log=True),
@@ -114,7 +116,7 @@ def main():
     record = {
         "key": key, "label": cand.get("label"), "aliases": cand.get("aliases") or [],
         "changes": shown["changes"], "args": shown["args"],
-        "env": redact_env(cand.get("env") or {}), "status": p["status"],
+        "env": redact_env(cand.get("env") or {}), "status": p["status"], "gpu_order": p["gpu_order"],
     }
     if p["status"] == RUNNING:
         record.update(attempts=int(previous.get("attempts") or 0) + 1, started=iso(now), started_epoch=now,

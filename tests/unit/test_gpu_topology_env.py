@@ -88,9 +88,35 @@ def test_refused_flag_names_do_not_crash_the_environment():
 
 
 def test_filter_is_exported_and_checks_its_input():
-    assert gfilter.FilterModule().filters() == {"gpu_topology_env": gfilter.gpu_topology_env}
+    assert gfilter.FilterModule().filters() == {"gpu_topology_env": gfilter.gpu_topology_env,
+                                                "gpu_topology_candidate_env": gfilter.gpu_topology_candidate_env}
     assert gfilter.gpu_topology_env(INTERLEAVED, flags(tp_size=4, dp_size=2))["env"] == {
         "CUDA_VISIBLE_DEVICES": "0,2,4,6,1,3,5,7"}
     assert gfilter.gpu_topology_env(None, None)["env"] == {}
     with pytest.raises(AnsibleFilterError, match="expects the launch flags"):
         gfilter.gpu_topology_env(RTX, ["--tp", "4"])
+
+
+def test_a_sweep_candidate_is_grouped_for_its_own_layout_not_the_canarys():
+    """roles/sglang_sweep/tasks/candidate.yml: a candidate's environment is the canary's with its
+    changes, so it carries the order chosen for the canary's layout; unless pinned, it is grouped anew."""
+    canary = gpu_order(INTERLEAVED, flags(tp_size=2, dp_size=4), {})["env"]  # the canary's own order
+    assert canary == {"CUDA_VISIBLE_DEVICES": "0,2,1,3,4,6,5,7"}  # four pairs: not a tp 4 x dp 2 order
+    env = dict(canary, OMP_NUM_THREADS="16")
+    out = gfilter.gpu_topology_candidate_env(INTERLEAVED, flags(tp_size=4, dp_size=2), env, False)
+    assert out["env"] == {"OMP_NUM_THREADS": "16", "CUDA_VISIBLE_DEVICES": "0,2,4,6,1,3,5,7"}
+    assert out["lines"][0] == "DP rank 0: GPUs 0,2,4,6: GPUs 0,2,4,6 under one PCIe switch tree (PXB)"
+    # tp 8 over 8 GPUs: nothing to order, and the canary's order does not stay behind
+    out = gfilter.gpu_topology_candidate_env(INTERLEAVED, flags(tp_size=8), {"CUDA_VISIBLE_DEVICES": "7,6,5,4,3,2,1,0"},
+                                             False)
+    assert out["env"] == {} and out["plan"] is None
+    # pinned (sglang_server_env or the candidate's own changes set it): kept, the grouping only said
+    out = gfilter.gpu_topology_candidate_env(INTERLEAVED, flags(tp_size=4, dp_size=2), {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"},
+                                             True)
+    assert out["env"] == {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"} and not out["applies"]
+    assert "kept; the grouping would be 0,2,4,6,1,3,5,7" in out["why"]
+    # a host without gathered GPUs (the local CPU profile): the environment as planned
+    out = gfilter.gpu_topology_candidate_env({}, flags(dp_size=2), {"SGLANG_CPU_OMP_THREADS_BIND": "0|1"}, False)
+    assert out["env"] == {"SGLANG_CPU_OMP_THREADS_BIND": "0|1"} and out["lines"] == []
+    with pytest.raises(AnsibleFilterError, match="candidate's flags and environment"):
+        gfilter.gpu_topology_candidate_env(INTERLEAVED, "tp 4", {}, False)

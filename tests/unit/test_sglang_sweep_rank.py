@@ -350,3 +350,20 @@ def test_the_report_also_ranks_by_the_objective_not_declared():
     # nothing measured at a level: no other ranking
     assert other({"name": "single_stream", "concurrency": None, "latency_target": {}}) is None
     assert render.other_lines(None) == [] and render.other_summary(None) is None
+
+
+def test_the_report_says_which_gpus_each_replica_of_a_candidate_got():
+    rec = dict(THROUGHPUT_RECORDS[BY_LABEL["attention-backend=flashinfer"]["key"]],
+               gpu_order=["DP rank 0: GPUs 0,2,4,6: GPUs 0,2,4,6 under one PCIe switch tree (PXB)",
+                          "DP rank 1: GPUs 1,3,5,7: GPUs 1,3,5,7 under one PCIe switch tree (PXB)"])
+    recs = dict(THROUGHPUT_RECORDS, **{BY_LABEL["attention-backend=flashinfer"]["key"]: rec})
+    ranked = R.rank(CANDS, recs, objective=THROUGHPUT)
+    md = render.markdown(ranked, "s", "h", "t")
+    assert "## GPUs of each data-parallel replica" in md
+    assert ("- attention-backend=flashinfer (`%s`): DP rank 0: GPUs 0,2,4,6: GPUs 0,2,4,6 under one PCIe switch "
+            "tree (PXB); DP rank 1: GPUs 1,3,5,7" % BY_LABEL["attention-backend=flashinfer"]["key"]) in md
+    rows = dict((r["label"], r) for r in render.summary(ranked, "s", "h", "t", [])["ranking"])
+    assert rows["attention-backend=flashinfer"]["gpu_order"][1].startswith("DP rank 1: GPUs 1,3,5,7")
+    assert rows["baseline"]["gpu_order"] == []
+    # no candidate grouped (the CPU profile): no such section
+    assert "## GPUs of each" not in render.markdown(R.rank(CANDS, THROUGHPUT_RECORDS, objective=THROUGHPUT), "s", "h", "t")
