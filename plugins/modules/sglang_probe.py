@@ -155,7 +155,10 @@ def server_facts(client):
         "speculative_algorithm": info.get("speculative_algorithm"),
         "spec_accept_length": accept,
         "spec_accept_length_source": accept_src,
+        # the layout SGLang resolved (a data-parallel shape: dp_size replicas of tp_size x pp_size)
         "tp_size": info.get("tp_size"),
+        "dp_size": info.get("dp_size"),
+        "pp_size": info.get("pp_size"),
         "device": info.get("device"),
     }
     return info, facts

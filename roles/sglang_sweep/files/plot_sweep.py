@@ -82,9 +82,9 @@ def plot_objective(data, out):
     ax.set_xlabel("single-stream decode tok/s (median)")
     ax.set_ylabel("output tok/s at concurrency %s" % objective.get("concurrency"))
     ax.grid(True, alpha=0.3)
-    ax.set_title("SGLang sweep %s on %s: objective %s, target %s\nblack edge = baseline"
+    ax.set_title("SGLang sweep %s on %s: objective %s\ntarget %s; black edge = baseline"
                  % (data.get("sweep_name"), data.get("host"), objective.get("name", "single_stream"),
-                    ", ".join("%s <= %g" % kv for kv in sorted(target.items())) or "none"), fontsize=10)
+                    ", ".join("%s <= %g ms" % kv for kv in sorted(target.items())) or "none"), fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     print("wrote %s (%d candidates plotted)" % (out, drawn))
