@@ -97,8 +97,23 @@ def test_local_cpu_topology_sweep_passes_offline_and_gives_each_replica_a_core()
     verdicts = dict((c["label"], judge(c, sm="", gpu_count=None, packages=["sglang"])) for c in cands)
     assert list(verdicts) == ["baseline", "dp 2, one core per replica", "dp 2 without a thread binding (refused)"]
     assert all(rules == [] for rules in verdicts.values()), verdicts
+    assert cands[0]["aliases"] == ["one scheduler"]  # the profile itself: not started twice
     bound, unbound = cands[1], cands[2]
     assert bound["changes"] == {"args": {"dp-size": 2}, "env": {"SGLANG_CPU_OMP_THREADS_BIND": "0|1"}}
     assert unbound["changes"] == {"args": {"dp-size": 2}, "env": {}}
     assert sweep["sweep_objective"] == "throughput" and sweep["sweep_objective_concurrency"] in sweep["sweep_concurrency"]
     assert 2 * sweep["sweep_candidate_timeout"] <= sweep["sweep_time_budget"]
+
+
+def test_local_cpu_topology_sweep_on_a_dp2_canary_has_the_way_back():
+    """On a canary deployed with the dp 2 candidate's settings, the same file starts one
+    scheduler and the two dp 2 candidates are that canary itself."""
+    sweep = _yaml("sweeps", "local-cpu-topology.yml")
+    profile = _yaml("inventories", "local", "group_vars", "all", "sglang.yml")
+    args = dict(profile["sglang_server_args"], **{"dp-size": 2})
+    env = dict(profile.get("sglang_server_env") or {}, SGLANG_CPU_OMP_THREADS_BIND="0|1")
+    cands = plan.expand(args, env, None, None, sweep["sweep_candidates"])
+    assert [c["label"] for c in cands] == ["baseline", "one scheduler"]
+    assert sorted(cands[0]["aliases"]) == ["dp 2 without a thread binding (refused)", "dp 2, one core per replica"]
+    assert cands[1]["changes"] == {"args": {"dp-size": None}, "env": {"SGLANG_CPU_OMP_THREADS_BIND": None}}
+    assert "dp-size" not in cands[1]["args"] and "SGLANG_CPU_OMP_THREADS_BIND" not in cands[1]["env"]
