@@ -63,13 +63,15 @@ def _rules():
         return rules_filter.sglang_flags_host_rules(yaml.safe_load(fh)["sglang_flags_rules"])
 
 
-def preflight(argv, **request):
+def preflight(argv, env=None, **request):
     """The script run as host_validate.yml runs it: the rules, the argv and the GPU count's one
-    owner (plugins/module_utils/sglang_parallel_layout.py) by its text."""
+    owner (plugins/module_utils/sglang_parallel_layout.py) by its text; ``env``: the server's
+    environment variables it runs with."""
     with open(LAYOUT, encoding="utf-8") as fh:
         req = dict(_rules(), argv=argv, layout_source=fh.read(), **request)
     t0 = time.monotonic()
-    proc = subprocess.run(["docker", "exec", "-i", HOST, PYTHON, "/tmp/preflight/sglang_preflight.py"],
+    env_args = [a for k, v in (env or {}).items() for a in ("-e", f"{k}={v}")]
+    proc = subprocess.run(["docker", "exec", "-i", *env_args, HOST, PYTHON, "/tmp/preflight/sglang_preflight.py"],
                           input=json.dumps(req), capture_output=True, text=True, timeout=300, check=False)
     wall = time.monotonic() - t0
     print(proc.stderr[-3000:])
@@ -129,6 +131,21 @@ def test_host_rules_model_mscclpp_and_gpu_count():
                          "host-tp-exceeds-gpu-count"}
     assert absent in errs["host-model-path-missing"]["message"]
     assert "16 GPUs" in errs["host-tp-exceeds-gpu-count"]["message"]
+
+
+def test_cpu_ranks_past_the_numa_nodes_need_a_core_group_each():
+    """host-cpu-ranks-exceed-numa-nodes with SGLang's own node count on the host: one rank more
+    than the host has nodes is refused, then accepted with a core group per rank."""
+    nodes = int(subprocess.run(["docker", "exec", HOST, "sh", "-c", "ls -d /sys/devices/system/node/node[0-9]* | wc -l"],
+                               capture_output=True, text=True, timeout=60, check=True).stdout)
+    ranks = nodes + 1
+    rc, v = preflight(TINY_CPU + ["--dp-size", str(ranks)])
+    assert rc == 1 and not v["ok"], v
+    assert [e["rule"] for e in v["errors"]] == ["host-cpu-ranks-exceed-numa-nodes"], v["errors"]
+    message = rules_of(v)["host-cpu-ranks-exceed-numa-nodes"]["message"]
+    assert f"dp-size {ranks} x tp-size 1 x pp-size 1 = {ranks} ranks" in message and f"this host has {nodes}:" in message
+    rc, v = preflight(TINY_CPU + ["--dp-size", str(ranks)], env={"SGLANG_CPU_OMP_THREADS_BIND": "|".join(["0"] * ranks)})
+    assert rc == 0 and v["ok"], v["errors"]
 
 
 def test_waived_host_rule_is_a_warning():
