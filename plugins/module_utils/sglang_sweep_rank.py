@@ -78,6 +78,12 @@ def _throughput(e):
     return e["at_objective"]["output_throughput"]
 
 
+def figure_of(e, objective):
+    """A ranked entry's figure under ``objective``: its output tok/s at the objective's level
+    (``throughput``), else its single-stream decode median; None when not measured."""
+    return _throughput(e) if objective["name"] == THROUGHPUT else median_of(e)
+
+
 def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR, objective=None):
     """``{ranking, groups, winner, baseline, counts, tie_rule, objective}``.
 
@@ -94,9 +100,9 @@ def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR, objective=None):
     for e in entries:
         e["at_objective"] = at_level(e["figures"] if e["outcome"] == "working" else None, objective["concurrency"])
         e["target_met"], e["misses"] = None, []
+    def value_of(e):
+        return figure_of(e, objective)
     if by_throughput:
-        value_of = _throughput
-
         def stats_of(e):
             return {"median": _throughput(e), "sigma": None}  # one run per level: no spread
         for e in entries:
@@ -106,8 +112,6 @@ def rank(candidates, records, k=TIE_K, floor=NOISE_FLOOR, objective=None):
                 if e["misses"]:
                     e["reason"] = "working, misses the objective: %s" % "; ".join(e["misses"])
     else:
-        value_of = median_of
-
         def stats_of(e):
             return e["figures"]["decode_tps"]
     measured = sorted((e for e in entries if e["outcome"] == "working" and not e["misses"] and value_of(e) is not None),

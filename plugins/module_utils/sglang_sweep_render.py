@@ -7,6 +7,7 @@ import yaml
 
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import norm_value
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import THROUGHPUT, describe
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_rank import figure_of
 
 # a variable of the environment that an sglang_server switch sets (roles/sglang_server defaults)
 LEVERS = {
@@ -72,8 +73,13 @@ def _levels(ranked):
 def _value(e, objective):
     """A ranked candidate's figure under ``objective``, in words."""
     if objective["name"] == THROUGHPUT:
-        return "%s output tok/s at concurrency %s" % (_num(e["at_objective"]["output_throughput"]), objective["concurrency"])
-    return "%s tok/s single stream" % _num(((e.get("figures") or {}).get("decode_tps") or {}).get("median"))
+        return "%s output tok/s at concurrency %s" % (_num(figure_of(e, objective)), objective["concurrency"])
+    return "%s tok/s single stream" % _num(figure_of(e, objective))
+
+
+def _other_head(objective):
+    """describe()'s sentence without its "Objective: " and final period."""
+    return describe(objective)[len("Objective: "):].rstrip(".")
 
 
 def other_lines(other):
@@ -82,7 +88,7 @@ def other_lines(other):
     if other is None:
         return []
     obj = other["objective"]
-    out = ["under the other objective, %s" % describe(obj)[len("Objective: "):].rstrip(".")]
+    out = ["under the other objective, %s" % _other_head(obj)]
     out += ["  %-3s %s: %s" % (_rank(e), e["label"], _value(e, obj)) for e in other["ranking"] if e.get("rank")]
     return out + ["  " + winner_line(other)]
 
@@ -94,8 +100,7 @@ def other_summary(other):
     w = other["winner"]
     return {"objective": other["objective"], "winner": None if w is None else {"key": w["key"], "label": w["label"]},
             "ranking": [{"key": e["key"], "label": e["label"], "rank": e["rank"], "tie": e["tie"],
-                         "value": e["at_objective"]["output_throughput"] if other["objective"]["name"] == THROUGHPUT
-                         else ((e.get("figures") or {}).get("decode_tps") or {}).get("median")}
+                         "value": figure_of(e, other["objective"])}
                         for e in other["ranking"] if e.get("rank")]}
 
 
@@ -235,7 +240,7 @@ def markdown(ranked, sweep_name, host, generated, other=None):
     if other is not None:
         obj = other["objective"]
         out += ["", "## Under the other objective", "", "The same figures ranked by the objective not declared "
-                "(the winner above is the declared objective's): %s" % describe(obj)[len("Objective: "):], ""]
+                "(the winner above is the declared objective's): %s." % _other_head(obj), ""]
         out += ["- %s %s: %s" % (_rank(e), _md_cell(e["label"]), _value(e, obj)) for e in other["ranking"] if e.get("rank")]
         out += ["", _md_cell(winner_line(other))]
     grouped = [e for e in ranked["ranking"] if e.get("gpu_order")]

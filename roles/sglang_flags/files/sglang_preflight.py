@@ -198,8 +198,10 @@ def check_cpu_ranks(v, sa, request, numa_nodes=None):
     ranks = dp x tp x pp): without SGLANG_CPU_OMP_THREADS_BIND one NUMA node per rank, with it one
     '|'-separated core group per rank, else an assert kills the rank during init. ``numa_nodes``:
     SGLang's own count (utils.common.get_cpu_ids_by_node) when None."""
+    if getattr(sa, "device", None) != "cpu":
+        return
     layout = _layout_module(request)
-    if getattr(sa, "device", None) != "cpu" or layout is None:
+    if layout is None:
         return  # check_gpu_count names a missing layout_source
     lay = layout["layout"](layout["flags_from_server_args"](sa))
     ranks = lay["dp"] * lay["tp"] * lay["pp"]
