@@ -103,3 +103,120 @@ def test_h100_reading_passes_torch_and_names_the_missing_libraries():
     assert default["kernels"]["flashinfer"]["ok"] is None and default["kernels"]["sgl_kernel"]["ok"] is None
     assert not required["ok"] and [e.split(" (")[0] for e in required["errors"]] == ["kernel flashinfer",
                                                                                    "kernel sgl_kernel"]
+
+
+def test_failure_cause_finds_the_undefined_symbol_in_the_chain():
+    # sgl_kernel's loader (0.4.10) as it failed on the lent H100: the symbol is in the message of
+    # an earlier attempt, the last line only says that the fallback import failed too
+    chained = ("Traceback (most recent call last):\n  File \"/tmp/site/sgl_kernel/__init__.py\", line 19\n"
+               "ImportError: \n[sgl_kernel] CRITICAL: Could not load any common_ops library!\n"
+               "Error details from previous import attempts:\n"
+               "- ImportError: /tmp/site/sgl_kernel/sm90/common_ops.abi3.so: undefined symbol: "
+               "_ZN3c104cuda19CUDAErrorLogCaptureC1Ev\n- ModuleNotFoundError: No module named 'common_ops'\n")
+    assert m.failure_cause(chained) == ("ImportError: /tmp/site/sgl_kernel/sm90/common_ops.abi3.so: undefined "
+                                        "symbol: _ZN3c104cuda19CUDAErrorLogCaptureC1Ev")
+    assert m.failure_cause("Traceback\nRuntimeError: CUDA error: no kernel image\n") == \
+        "RuntimeError: CUDA error: no kernel image"
+    assert m.failure_cause("") == "no traceback"
+
+
+def _metadata(dists):
+    def requires(dist):
+        if dist not in dists:
+            raise m.importlib.metadata.PackageNotFoundError(dist)
+        return dists[dist][1]
+
+    def version_of(dist):
+        if dist not in dists:
+            raise m.importlib.metadata.PackageNotFoundError(dist)
+        return dists[dist][0]
+    return requires, version_of
+
+
+def test_torch_pin_hint_names_both_torch_versions():
+    sk = _metadata({"sglang-kernel": ("0.4.10", ["torch==2.14.1"])})
+    hint = m.torch_pin_hint("sgl_kernel", "2.11.0+cu130", *sk)
+    assert hint == ("sglang-kernel 0.4.10 is built against torch 2.14.1 (it requires torch==2.14.1) and torch "
+                    "2.11.0+cu130 is installed: install the torch it pins, or the sglang-kernel built for torch "
+                    "2.11.0+cu130")
+    # the pinned torch, with or without its local build label, is no mismatch
+    assert m.torch_pin_hint("sgl_kernel", "2.14.1+cu130", *sk) is None
+    assert m.torch_pin_hint("sgl_kernel", "2.14.1", *sk) is None
+    # the older distribution name, a conditional or loose requirement, no distribution at all
+    old = _metadata({"sgl-kernel": ("0.3.21", ["torch==2.9.1"])})
+    assert "sgl-kernel 0.3.21 is built against torch 2.9.1" in m.torch_pin_hint("sgl_kernel", "2.11.0", *old)
+    loose = _metadata({"sglang-kernel": ("0.4.10", ["torch>=2.14", "torch==2.9.1; extra == 'old'"])})
+    assert m.torch_pin_hint("sgl_kernel", "2.11.0", *loose) is None
+    assert m.torch_pin_hint("sgl_kernel", "2.11.0", *_metadata({})) is None
+    # FlashInfer requires torch unpinned: its failures keep their own hint
+    fi = _metadata({"flashinfer-python": ("0.7.2", ["torch", "apache-tvm-ffi<0.2,>=0.1.11"])})
+    assert m.torch_pin_hint("flashinfer", "2.11.0", *fi) is None
+
+
+def test_a_kernel_that_cannot_load_is_refused_naming_the_symbol_and_the_pin(monkeypatch):
+    class FakeTorch:
+        __version__ = "2.11.0+cu130"
+
+        @staticmethod
+        def manual_seed(_):
+            return None
+
+    def case(_torch, _dev):
+        try:
+            raise ImportError("/x/sm90/common_ops.abi3.so: undefined symbol: _ZN3c10")
+        except ImportError as exc:
+            raise ModuleNotFoundError("No module named 'common_ops'") from exc
+
+    monkeypatch.setitem(m.CASES, "sgl_kernel", ("sgl_kernel.rmsnorm fp16 (4, 1024)", case))
+    res = m.run_kernel("sgl_kernel", FakeTorch, "cpu", "9.0")
+    assert res["ok"] is False and "undefined symbol: _ZN3c10" in res["error"]
+    assert res["error"].startswith("kernel sgl_kernel (sgl_kernel.rmsnorm fp16 (4, 1024)) failed: ImportError")
+    monkeypatch.setattr(m, "torch_pin_hint", lambda lib, version: f"{lib} pins another torch than {version}")
+    res = m.run_kernel("sgl_kernel", FakeTorch, "cpu", "9.0")
+    assert res["error"].endswith("sgl_kernel pins another torch than 2.11.0+cu130")
+
+
+def _carried_reading():
+    """tests/fixtures/device/h100-smoke-kernels-carried.txt by section: the lent H100 with
+    FlashInfer 0.7.2 and sglang-kernel 0.4.10 carried (tests/device/carry_kernels.sh)."""
+    path = os.path.join(ROOT, "tests", "fixtures", "device", "h100-smoke-kernels-carried.txt")
+    sections, name = {}, None
+    for line in open(path, encoding="utf-8").read().splitlines():
+        if line.startswith("## "):
+            name = line[3:]
+            sections[name] = []
+        else:
+            sections[name].append(line)
+    return {k: "\n".join(v) for k, v in sections.items()}
+
+
+def test_h100_carried_reading_flashinfer_passes_cold_then_warm():
+    reading = _carried_reading()
+    runs = []
+    for section in ("smoke-cold.txt", "smoke-warm.txt"):
+        lines = dict(line.split(": ", 1) for line in reading[section].splitlines() if line[:8] in ("default:", "required"))
+        runs += [json.loads(lines["default"]), json.loads(lines["required"])]
+    for out in runs:
+        fi = out["kernels"]["flashinfer"]
+        assert fi["ok"] and m.judge("flashinfer", fi["kernel"], fi["max_err"], "9.0") is None, fi
+    # the first call of the first process built FlashInfer's norm module (its JIT, for sm_90a);
+    # every later process loaded it from the JIT cache
+    cold, warm = runs[0]["kernels"]["flashinfer"]["ms"], [r["kernels"]["flashinfer"]["ms"] for r in runs[1:]]
+    assert cold > 10_000 and max(warm) < 1_000, (cold, warm)
+    assert "code=sm_90a" in reading["jit-flags.txt"] and "90a/cached_ops/norm/norm.so" in reading["jit-flags.txt"]
+
+
+def test_h100_carried_reading_sgl_kernel_refused_naming_the_symbol_and_torch_pin():
+    reading = _carried_reading()
+    cold = json.loads([line for line in reading["smoke-cold.txt"].splitlines() if line.startswith("default:")][0][9:])
+    assert cold["ok"] is False and cold["kernels"]["sgl_kernel"]["ok"] is False
+    assert cold["kernels"]["torch"]["ok"] and cold["versions"]["torch"] == "2.11.0+cu130"
+    # that run's step quoted the loader's last line only; the same traceback through today's step
+    # names the undefined symbol, and sglang-kernel 0.4.10's own metadata (Requires-Dist:
+    # torch==2.14.1) names the torch it pins against the one installed
+    cause = m.failure_cause(reading["sgl-kernel-import.txt"])
+    assert cause == ("ImportError: /tmp/site/sgl_kernel/sm90/common_ops.abi3.so: undefined symbol: "
+                     "_ZN3c104cuda19CUDAErrorLogCaptureC1Ev")
+    hint = m.torch_pin_hint("sgl_kernel", cold["versions"]["torch"],
+                            *_metadata({"sglang-kernel": ("0.4.10", ["torch==2.14.1"])}))
+    assert hint.startswith("sglang-kernel 0.4.10 is built against torch 2.14.1") and "torch 2.11.0+cu130 is installed" in hint

@@ -32,6 +32,8 @@ HINTS = {
     "sgl_kernel": "sgl-kernel is built for another GPU arch or CUDA: install the sgl-kernel wheel "
                   "for SM {sm} and this torch's CUDA",
 }
+# the distributions that install each library's binaries, in the order looked for
+DISTS = {"torch": ("torch",), "flashinfer": ("flashinfer-python",), "sgl_kernel": ("sglang-kernel", "sgl-kernel")}
 
 
 def _release(version):
@@ -95,6 +97,38 @@ def gpu_gate(sm, have_torch, cuda_available):
     return None
 
 
+def failure_cause(text):
+    """The line of a kernel's traceback that says why it failed: an undefined symbol (a binary
+    linked against another torch) wherever it is in the exception chain, else the last line.
+    sgl_kernel's loader ends on "No module named 'common_ops'" after its own attempts failed."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in lines:  # an exception's own line ("ImportError: ..."), not the source shown above it
+        if "undefined symbol" in line and re.match(r"^(- )?[\w.]*(Error|Exception): ", line):
+            return line.lstrip("- ")
+    return lines[-1] if lines else "no traceback"
+
+
+def torch_pin_hint(lib, torch_version, requires=importlib.metadata.requires,
+                   version_of=importlib.metadata.version):
+    """When the installed distribution of `lib` pins torch exactly (sglang-kernel 0.4.10:
+    torch==2.14.1) and another torch is installed, the sentence that says so; else None. Its
+    binaries use torch's C++ API, which changes between torch releases: a --no-deps install, or
+    a torch changed after it, leaves a library that cannot load."""
+    for dist in DISTS.get(lib, ()):
+        try:
+            reqs, version = requires(dist) or [], version_of(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for req in reqs:
+            pin = re.match(r"^torch\s*==\s*([^\s;,]+)\s*$", req)
+            if pin and str(torch_version).split("+")[0] != pin.group(1):
+                return (f"{dist} {version} is built against torch {pin.group(1)} (it requires "
+                        f"torch=={pin.group(1)}) and torch {torch_version} is installed: install the torch it "
+                        f"pins, or the {dist} built for torch {torch_version}")
+        return None
+    return None
+
+
 def _rmsnorm_case(torch, dev):
     x = torch.randn(4, 1024, device=dev, dtype=torch.float16)
     w = (torch.rand(1024, device=dev) + 0.5).half()
@@ -142,9 +176,9 @@ def run_kernel(lib, torch, dev, sm):
         ms = (time.perf_counter() - start) * 1e3
         err = rel_err((got.float() - ref).abs().max().item(), ref.abs().max().item())
     except BaseException:  # noqa: BLE001 - any failure of the kernel is the finding
-        last = traceback.format_exc().strip().splitlines()[-1]
-        return {"ok": False, "kernel": kernel,
-                "error": f"kernel {lib} ({kernel}) failed: {last}: {HINTS[lib].format(sm=sm)}"}
+        cause = failure_cause(traceback.format_exc())
+        hint = torch_pin_hint(lib, getattr(torch, "__version__", "")) or HINTS[lib].format(sm=sm)
+        return {"ok": False, "kernel": kernel, "error": f"kernel {lib} ({kernel}) failed: {cause}: {hint}"}
     return verdict(lib, kernel, ms, err, sm)
 
 
