@@ -16,7 +16,8 @@ kernels step (an import error of the second line is said again by that step):
             setting), so a library that is not installed is an error naming it, not a skip.
 The lent GPU machine has torch 2.11 only (no FlashInfer, no SGLang/sgl-kernel): there only
 torch's kernel runs, and FlashInfer and sgl_kernel are reported as not installed (skipped in the
-first line, errors in the second). Exits 0 when the default step passed.
+first line, errors in the second), unless tests/device/carry_kernels.sh built them here and
+tests/device/run_smoke_kernels.sh unpacked them there. Exits 0 when the default step passed.
 """
 
 import json
