@@ -220,3 +220,22 @@ def test_h100_carried_reading_sgl_kernel_refused_naming_the_symbol_and_torch_pin
     hint = m.torch_pin_hint("sgl_kernel", cold["versions"]["torch"],
                             *_metadata({"sglang-kernel": ("0.4.10", ["torch==2.14.1"])}))
     assert hint.startswith("sglang-kernel 0.4.10 is built against torch 2.14.1") and "torch 2.11.0+cu130 is installed" in hint
+
+
+def test_h100_carried_reading_of_run_smoke_kernels_names_the_cause_and_the_pin():
+    # the second reading, by tests/device/run_smoke_kernels.sh with today's step, on a fresh machine
+    reading = _carried_reading()
+    outs = []
+    for run in ("cold", "warm"):
+        text = reading[f"run_smoke_kernels.sh smoke-kernels-{run}.txt"]
+        outs += [json.loads(line.split(": ", 1)[1]) for line in text.splitlines() if line[:8] in ("default:", "required")]
+    assert len(outs) == 4
+    assert outs[0]["kernels"]["flashinfer"]["ms"] > 10_000 and all(o["kernels"]["flashinfer"]["ms"] < 1_000 for o in outs[1:])
+    for out in outs:
+        assert out["kernels"]["flashinfer"]["ok"] and out["kernels"]["torch"]["ok"]
+        assert out["errors"] == [out["kernels"]["sgl_kernel"]["error"]] == [
+            "kernel sgl_kernel (sgl_kernel.rmsnorm fp16 (4, 1024)) failed: ImportError: "
+            "/tmp/site/sgl_kernel/sm90/common_ops.abi3.so: undefined symbol: _ZN3c104cuda19CUDAErrorLogCaptureC1Ev: "
+            "sglang-kernel 0.4.10 is built against torch 2.14.1 (it requires torch==2.14.1) and torch 2.11.0+cu130 "
+            "is installed: install the torch it pins, or the sglang-kernel built for torch 2.11.0+cu130"]
+    assert "code=sm_90a" in reading["run_smoke_kernels.sh machine.txt"]
