@@ -61,6 +61,30 @@ def test_env_dict_for_the_task_environment():
         "A": "1", "C": "1", "D": "0"}
 
 
+def test_env_dict_without_credentials_for_the_parser_run():
+    env = {"HF_TOKEN": "hf_x", "WANDB_API_KEY": "k", "OMP_NUM_THREADS": 4, "TOKENIZERS_PARALLELISM": False,
+           "SGLANG_CPU_OMP_THREADS_BIND": "0|1"}
+    assert sglang_flags_env.sglang_flags_env_dict(env, credentials=False) == {
+        "OMP_NUM_THREADS": "4", "TOKENIZERS_PARALLELISM": "0", "SGLANG_CPU_OMP_THREADS_BIND": "0|1"}
+    assert sglang_flags_env.sglang_flags_env_dict(env)["HF_TOKEN"] == "hf_x"
+
+
+def test_no_credential_reaches_a_task_environment_a_result_or_a_backup():
+    """host_validate.yml runs the parser with the environment minus credentials (a task's
+    environment is on the host's command line and in -vvv output); the server's environment
+    fact is composed in a no_log task (a result prints from -v on); its file is not backed up."""
+    role = os.path.join(ROOT, "roles", "sglang_server")
+    validate = open(os.path.join(ROOT, "roles", "sglang_flags", "tasks", "host_validate.yml"), encoding="utf-8").read()
+    assert "sglang_flags_env_dict(credentials=false)" in validate
+    render = yaml.safe_load(open(os.path.join(role, "tasks", "render.yml"), encoding="utf-8"))
+    composing = [t for t in render if "sglang_server_environment" in (t.get("ansible.builtin.set_fact") or {})]
+    assert len(composing) == 1 and composing[0].get("no_log") is True, composing
+    files = yaml.safe_load(open(os.path.join(role, "vars", "main.yml"), encoding="utf-8"))["_sglang_server_files"]
+    assert [f.get("backup", True) for f in files] == [False, True], files  # the environment file, the unit
+    configure = open(os.path.join(role, "tasks", "configure.yml"), encoding="utf-8").read()
+    assert 'backup: "{{ item.backup | default(true) }}"' in configure
+
+
 # ---------------------------------------------------------------------------------------------
 # versions, SM, package spec
 # ---------------------------------------------------------------------------------------------

@@ -24,8 +24,14 @@ SWEEP_FILE = ROOT / "molecule" / "rollout" / "vars" / "sweep.yml"
 RESULTS = ROOT / "reports" / "sweeps" / "molecule-canary" / CANARY
 
 
+# the dp 2 candidate's environment (molecule/rollout/vars/sweep.yml): a credential
+TOKEN = "hf_canary_sweep_0123456789"
+# both runs at -vvv: Ansible prints every module's arguments and results (invocation.module_args)
+SWEEP_ARGS = ("-l", CANARY, "-e", f"@{SWEEP_FILE}", "-vvv")
+
+
 def sweep(expect_rc=0):
-    return playbook("playbooks/sweep.yml", {}, expect_rc, args=("-l", CANARY, "-e", f"@{SWEEP_FILE}"))
+    return playbook("playbooks/sweep.yml", {}, expect_rc, args=SWEEP_ARGS)
 
 
 def finished_records():
@@ -46,7 +52,7 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     started = time.monotonic()
 
     # the first run, killed (SIGKILL, as a lost controller would be) once two candidates finished
-    argv, env = playbook_command("playbooks/sweep.yml", {}, args=("-l", CANARY, "-e", f"@{SWEEP_FILE}"))
+    argv, env = playbook_command("playbooks/sweep.yml", {}, args=SWEEP_ARGS)
     with open(ROOT / "reports" / "sweep-first-run.log", "w", encoding="utf-8") as log:
         proc = subprocess.Popen(argv, env=env, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -116,6 +122,16 @@ def test_sweep_classifies_each_candidate_resumes_and_puts_the_canary_back():
     assert info["model_path"] == TINY_MODEL
     for h in HOSTS[:2]:
         assert unit_state(h)[0] == before[h][0], f"{h} was restarted by a sweep of {CANARY}"
+
+    # the candidate's token: in neither run's -vvv output, no record or report, no file the
+    # modules or an async job left on the canary (while it ran, it was in the candidate's
+    # environment file only, which the canary's own configuration replaced)
+    leaked = [name for name, text in (("first run", (ROOT / "reports" / "sweep-first-run.log").read_text()),
+                                      ("resumed run", out)) if TOKEN in text]
+    leaked += [str(p) for p in RESULTS.rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
+    leaked += sh(CANARY, f"grep -rlF {TOKEN} /etc /var/lib /root/.ansible /root/.ansible_async /tmp "
+                         "2>/dev/null || true").split()
+    assert leaked == [], leaked
 
     started_runs = [r for r in records.values() if r.get("stage") != "rules" and r["outcome"] != "rejected"]
     overhead = sorted(r["duration_s"] - (r.get("start_s") or 0) for r in started_runs)
