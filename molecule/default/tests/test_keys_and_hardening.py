@@ -1,9 +1,9 @@
 """API keys that never leak, and the hardened unit, on the default scenario's host.
 
-The tests run in order, each on the state the one before left: deploy.yml with both keys from
-the vault-encrypted molecule/default/vars/vault-keys.yml (test password file vault-pass.txt), the
-answers with and without a key, a --check --diff run, a key rotation, every place a key must
-not show, the sandbox. The module's fixture deploys again without keys at the end, so the tests
+The tests run in order, each on the state the one before left: deploy.yml at -vvv with both
+keys from the vault-encrypted molecule/default/vars/vault-keys.yml (test password file
+vault-pass.txt), the answers with and without a key, a --check --diff run, a key rotation, a
+sweep at -vvv, every place a key must not show, the sandbox. The module's fixture deploys again without keys at the end, so the tests
 and scenarios after this file find the host as before.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import urllib.error
 import urllib.request
@@ -28,6 +29,8 @@ HOST = "molecule-sglang-1"
 SCENARIO = Path(__file__).resolve().parents[1]
 KEYS_FILE = "/etc/sglang/sglang-keys.yaml"
 VAULT_VARS = SCENARIO / "vars" / "vault-keys.yml"
+SWEEP_FILE = SCENARIO / "vars" / "sweep-keyed.yml"
+SWEEP_RESULTS = ROOT / "reports" / "sweeps" / "molecule-keyed" / HOST
 VAULT = ("-e", f"@{VAULT_VARS}", "--vault-password-file", str(SCENARIO / "vault-pass.txt"))
 # the rotated keys come from the same vault file, mapped onto the role's variables
 ROTATE = ("-e", json.dumps({"sglang_server_api_key": "{{ molecule_keys_rotated_api_key }}",
@@ -97,13 +100,14 @@ def leaks(text, keys=(API, ADMIN, API2, ADMIN2)):
 
 def test_deploy_with_vaulted_keys_restarts_once_and_passes_its_gate():
     pid = unit_state(HOST)[0]
-    _, OUT["deploy -v"], took = playbook("deploy.yml", {}, args=VAULT + ("-v",))
+    # -vvv: Ansible prints every module's arguments and results (invocation.module_args)
+    _, OUT["deploy -vvv"], took = playbook("deploy.yml", {}, args=VAULT + ("-vvv",))
     figure(f"deploy.yml adding both API keys (vault): {took:.0f} s")
     assert unit_state(HOST)[0] != pid
     assert f"--config {KEYS_FILE}" in unit_text(HOST)
     assert sh(HOST, f"stat -c '%a %U %G' {KEYS_FILE}") == "600 root root"
     # the quick gate (probes, drift, single stream) ran with the key: every request needs it now
-    assert "Gate | Quick gate" in OUT["deploy -v"]
+    assert "Gate | Quick gate" in OUT["deploy -vvv"]
 
 
 def test_without_the_key_401_with_it_answered():
@@ -128,7 +132,7 @@ def test_quality_and_gsm8k_run_against_the_keyed_server():
     small file in gsm8k's format: the tiny model cannot do arithmetic in gsm8k's prompt, so its
     real score, 0, is under the floor of 0.5 and the verification fails, naming both. The same run
     expects page size 16, which the CPU server does not resolve: that fails it too, quoting both."""
-    assert re.search(r"quality +same: top-1 1\.0,", OUT["deploy -v"]), OUT["deploy -v"][-3000:]
+    assert re.search(r"quality +same: top-1 1\.0,", OUT["deploy -vvv"]), OUT["deploy -vvv"][-3000:]
     lines = [{"question": q, "answer": "#### %s" % a} for q, a in
              (("What is 2+2?", 4), ("What is 3+5?", 8), ("What is 2+3?", 5))]
     sh(HOST, "printf '%s\\n' " + " ".join("'%s'" % json.dumps(x) for x in lines) + " > /root/gsm8k-tiny.jsonl")
@@ -164,11 +168,32 @@ def test_rotating_the_keys_rolls_like_any_change():
     assert "Gate | Quick gate" in OUT["rotate --diff -v"]
 
 
+def test_a_sweep_of_the_keyed_server_at_vvv_measures_through_the_keys_and_shows_none():
+    """playbooks/sweep.yml at -vvv on the keyed server (the rotated keys): the baseline candidate,
+    the running server, is probed and measured through the keys; a candidate smuggling the API
+    key in a list value (and a token in its environment) is refused offline. Nothing restarted. Where a key must not show is test_the_keys_appear_nowhere_else's
+    (this output, the sweep's records and reports, async job files)."""
+    shutil.rmtree(SWEEP_RESULTS, ignore_errors=True)
+    unit, pid = unit_text(HOST), unit_state(HOST)[0]
+    _, OUT["sweep -vvv"], took = playbook("playbooks/sweep.yml", {}, args=VAULT + ROTATE + (
+        "-e", f"@{SWEEP_FILE}", "-vvv"))
+    figure(f"sweep.yml at -vvv on the keyed server (the baseline measured, one candidate refused offline): {took:.0f} s")
+    records = {r["label"]: r for r in (json.loads(p.read_text()) for p in SWEEP_RESULTS.glob("candidate-*.json"))}
+    assert records["baseline"]["outcome"] == "working", records["baseline"]
+    assert records["baseline"]["figures"]["decode_tps"]["median"] > 0, records["baseline"]
+    smuggled = records["key smuggled in a list value"]
+    assert smuggled["outcome"] == "rejected" and smuggled["stage"] == "rules", smuggled
+    assert (SWEEP_RESULTS / "sweep.md").is_file() and (SWEEP_RESULTS / "sweep.json").is_file()
+    # the baseline is the running server (measured in place); the other candidate never started
+    assert unit_text(HOST) == unit and unit_state(HOST)[0] == pid
+    assert chat()[0] == 401 and answer(API2) == "OK"
+
+
 def _host_files_with_keys():
     """Files under the host's /etc, /var/lib, /var/cache, /run, /tmp and Ansible's remote
     temporary directory holding a key (the keys go in on stdin: never on a command line)."""
     code = ("import json,os,sys\nkeys=[k.encode() for k in json.load(sys.stdin)]\n"
-            "for top in ('/etc','/var/lib','/var/cache','/run','/tmp','/root/.ansible'):\n"
+            "for top in ('/etc','/var/lib','/var/cache','/run','/tmp','/root/.ansible','/root/.ansible_async'):\n"
             " for d,_,fs in os.walk(top):\n"
             "  for f in fs:\n"
             "   p=os.path.join(d,f)\n"
@@ -210,7 +235,8 @@ def test_the_keys_appear_nowhere_else():
         seen[name] = leaks(sh(HOST, cmd))
     seen["/server_info without a key"] = leaks(call("/server_info")[1])
     seen["host files other than the keys file"] = [p for p in _host_files_with_keys() if p != KEYS_FILE]
-    seen["controller: reports/, .cache/facts"] = _controller_files_with_keys(ROOT / "reports", ROOT / ".cache" / "facts")
+    seen["controller: reports/, .cache/facts, ~/.ansible_async"] = _controller_files_with_keys(
+        ROOT / "reports", ROOT / ".cache" / "facts", Path.home() / ".ansible_async")
     assert {k: v for k, v in seen.items() if v} == {}
     # SGLang itself logs the keys in clear at start (server_args=...): this start's line shows them redacted
     started = sh(HOST, "journalctl -u sglang --no-pager -o cat | grep server_args= | tail -1")

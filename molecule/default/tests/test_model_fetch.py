@@ -12,6 +12,7 @@ import json
 import random
 import re
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,26 @@ def test_h_a_slow_fetch_prints_its_growing_progress_on_the_way(hub, tmp_path):
     finally:
         hub.rate = None
         sh(HOST, f"rm -rf {ROOT}/slow-weights")
+
+
+def test_i_a_failed_fetch_at_vvv_shows_no_endpoint_credential(hub):
+    """The role at -vvv on the host with an endpoint that carries credentials (user:password@
+    and ?token=) and refuses the connection (a port on the controller just closed): the fetch
+    runs in the background and fails, naming the endpoint without them; neither the password
+    nor the token is in the output or in any file on the host (the async job's file included)."""
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        port = sock.getsockname()[1]  # closed again: a connection there is refused
+    password, token = "pw9fetch9secret", "tok9fetch9secret"
+    endpoint = f"http://fetch9user:{password}@{controller_address(HOST)}:{port}/hf?token={token}"
+    _, out, _ = fetch(hub, expect_rc=2, root="/data/models-credentials", model_files_endpoint=endpoint,
+                      model_files_dest=f"/data/models-credentials/{NAME}/{hub.sha}", args=("-vvv",))
+    assert "ESTABLISH DOCKER CONNECTION" in out, out[-3000:]  # -vvv: the connection's own lines
+    # the failure names the endpoint without its user information and query
+    assert f"from http://{controller_address(HOST)}:{port}/hf: ConnectError: [Errno 111] Connection refused" in out, \
+        out[-3000:]
+    shown = [s for s in (password, token) if s in out]
+    on_host = sh(HOST, f"grep -rlF -e {password} -e {token} /root/.ansible_async /root/.ansible /tmp /etc "
+                       "/data/models-credentials 2>/dev/null || true").split()
+    sh(HOST, "rm -rf /data/models-credentials")
+    assert shown == [] and on_host == [], (shown, on_host)
