@@ -206,6 +206,14 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(status, headers, body)
 
 
+def refusing_port(host="127.0.0.1"):
+    """A port on `host` bound and closed again: an endpoint there refuses the connection (the
+    failing fetch of the -vvv secret tests)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
 class HubEndpoint:
     """The endpoint over `root`; ``start()`` serves it in a daemon thread, ``url`` is its address."""
 

@@ -8,10 +8,11 @@ user@, ?token=) refuses the connection."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
+
+from ansible_collections.sglang.deploy.tests.hub.hub_endpoint import refusing_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -115,14 +116,8 @@ def test_a_refused_argument_fails_without_the_secrets(tmp_path):
     assert not leaks(tmp_path, out, SWEEP_SECRETS), leaks(tmp_path, out, SWEEP_SECRETS)
 
 
-def _refusing_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # closed again: a connection there is refused
-
-
 def test_a_failed_background_fetch_at_vvv_shows_no_endpoint_credential(tmp_path):
-    port = _refusing_port()
+    port = refusing_port()
     endpoints = {"password": "http://alice9user:pw9secret@127.0.0.1:%d/hf?token=tok9secret" % port,
                  "bare": "http://bob9user@127.0.0.1:%d/hf" % port}
     tasks = []

@@ -3,8 +3,8 @@
 The tests run in order, each on the state the one before left: deploy.yml at -vvv with both
 keys from the vault-encrypted molecule/default/vars/vault-keys.yml (test password file
 vault-pass.txt), the answers with and without a key, a --check --diff run, a key rotation, a
-sweep at -vvv, every place a key must not show, the sandbox. The module's fixture deploys again without keys at the end, so the tests
-and scenarios after this file find the host as before.
+sweep at -vvv, every place a key must not show, the sandbox. The module's fixture deploys again
+without keys at the end, so the tests and scenarios after this file find the host as before.
 """
 
 from __future__ import annotations
@@ -171,8 +171,9 @@ def test_rotating_the_keys_rolls_like_any_change():
 def test_a_sweep_of_the_keyed_server_at_vvv_measures_through_the_keys_and_shows_none():
     """playbooks/sweep.yml at -vvv on the keyed server (the rotated keys): the baseline candidate,
     the running server, is probed and measured through the keys; a candidate smuggling the API
-    key in a list value (and a token in its environment) is refused offline. Nothing restarted. Where a key must not show is test_the_keys_appear_nowhere_else's
-    (this output, the sweep's records and reports, async job files)."""
+    key in a list value (and a token in its environment) is refused offline. Nothing restarted.
+    Where a key must not show is test_the_keys_appear_nowhere_else's (this output, the sweep's
+    records and reports, async job files)."""
     shutil.rmtree(SWEEP_RESULTS, ignore_errors=True)
     unit, pid = unit_text(HOST), unit_state(HOST)[0]
     _, OUT["sweep -vvv"], took = playbook("playbooks/sweep.yml", {}, args=VAULT + ROTATE + (

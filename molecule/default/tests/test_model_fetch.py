@@ -12,14 +12,13 @@ import json
 import random
 import re
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.sglang.deploy.tests.hub import hub_layout  # noqa: E402
 from ansible_collections.sglang.deploy.molecule.shared.fleet import controller_address, figure, playbook, scratch, sh  # noqa: E402
-from ansible_collections.sglang.deploy.tests.hub.hub_endpoint import HubEndpoint  # noqa: E402
+from ansible_collections.sglang.deploy.tests.hub.hub_endpoint import HubEndpoint, refusing_port  # noqa: E402
 
 testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"
@@ -234,9 +233,7 @@ def test_i_a_failed_fetch_at_vvv_shows_no_endpoint_credential(hub):
     and ?token=) and refuses the connection (a port on the controller just closed): the fetch
     runs in the background and fails, naming the endpoint without them; neither the password
     nor the token is in the output or in any file on the host (the async job's file included)."""
-    with socket.socket() as sock:
-        sock.bind(("0.0.0.0", 0))
-        port = sock.getsockname()[1]  # closed again: a connection there is refused
+    port = refusing_port("0.0.0.0")
     password, token = "pw9fetch9secret", "tok9fetch9secret"
     endpoint = f"http://fetch9user:{password}@{controller_address(HOST)}:{port}/hf?token={token}"
     _, out, _ = fetch(hub, expect_rc=2, root="/data/models-credentials", model_files_endpoint=endpoint,

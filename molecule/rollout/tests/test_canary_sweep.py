@@ -14,6 +14,8 @@ import subprocess
 import time
 import urllib.request
 
+import yaml
+
 from ansible_collections.sglang.deploy.molecule.shared.fleet import ROOT, TINY_MODEL, ask, figure, ip_of, playbook, playbook_command, sh, unit_state, unit_text  # noqa: E402
 
 testinfra_hosts = ["molecule-rollout-1"]
@@ -24,8 +26,9 @@ SWEEP_FILE = ROOT / "molecule" / "rollout" / "vars" / "sweep.yml"
 RESULTS = ROOT / "reports" / "sweeps" / "molecule-canary" / CANARY
 
 
-# the dp 2 candidate's environment (molecule/rollout/vars/sweep.yml): a credential
-TOKEN = "hf_canary_sweep_0123456789"
+# a credential in the dp 2 candidate's environment (molecule/rollout/vars/sweep.yml)
+TOKEN = next(c["env"]["HF_TOKEN"] for c in yaml.safe_load(SWEEP_FILE.read_text())["sweep_candidates"]
+             if c["name"] == "dp 2")
 # both runs at -vvv: Ansible prints every module's arguments and results (invocation.module_args)
 SWEEP_ARGS = ("-l", CANARY, "-e", f"@{SWEEP_FILE}", "-vvv")
 

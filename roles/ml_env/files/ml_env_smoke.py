@@ -32,8 +32,8 @@ HINTS = {
     "sgl_kernel": "sgl-kernel is built for another GPU arch or CUDA: install the sgl-kernel wheel "
                   "for SM {sm} and this torch's CUDA",
 }
-# the distributions that install each library's binaries, in the order looked for
-DISTS = {"torch": ("torch",), "flashinfer": ("flashinfer-python",), "sgl_kernel": ("sglang-kernel", "sgl-kernel")}
+# the distributions that install the binaries of each library built on torch, in the order looked for
+DISTS = {"flashinfer": ("flashinfer-python",), "sgl_kernel": ("sglang-kernel", "sgl-kernel")}
 
 
 def _release(version):
