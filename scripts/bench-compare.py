@@ -10,7 +10,7 @@ run differs by 15-30% on a busy machine; the medians over the pairs are compared
 It prints a table and the ratio ours / bench_serving; it asserts nothing (figures, not a test).
 
 The project's side is the exact code the sglang_verify role runs on the host
-(plugins/module_utils/sglang_verify_client.py, sglang_verify_stats.py). bench_serving needs the `datasets` package and a local
+(plugins/module_utils/verify/client.py, verify/stats.py). bench_serving needs the `datasets` package and a local
 tokenizer (the model directory) in the Python given by --bench-python.
 
 usage:
@@ -32,8 +32,8 @@ import tempfile
 import time
 
 # the collection's own client and statistics (importable from the venv: scripts/collections.sh)
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_client import Client, single_stream
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import parse_bench_serving_jsonl
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.client import Client, single_stream
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.stats import parse_bench_serving_jsonl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

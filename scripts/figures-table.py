@@ -9,7 +9,7 @@ Inputs (each optional; a missing file adds nothing):
              counts; a figures entry with `log` takes the newest matching line when it is not
              older than the entry's date. Lines no entry claims get rows of their own.
   --history  reports/history.jsonl: one record per host and verification run
-             (plugins/module_utils/sglang_verify_render.py history_record); the
+             (plugins/module_utils/verify/render.py history_record); the
              newest passed record of each host and mode gives a row.
 
 The page (a header naming the generator and the inputs, then one table) is written to --out.

@@ -4,7 +4,7 @@
     scripts/model-stamp.py DIR --repo ORG/NAME [--check]
 
 Writes DIR/.sglang-deploy-model.json: the sha256 and size of every file, and a content revision
-(a 40-hex id of the files: plugins/module_utils/model_files_manifest.py). Use it for a
+(a 40-hex id of the files: plugins/module_utils/model_files/manifest.py). Use it for a
 checkpoint that has no Hub commit (trained or converted in-house) before putting it on shared
 storage; the project's tiny model (roles/model_files/files/tiny-qwen2) is stamped with it.
 --check writes nothing and fails when the stamp is missing or no longer matches the files.
@@ -13,7 +13,7 @@ storage; the project's tiny model (roles/model_files/files/tiny-qwen2) is stampe
 import argparse
 import sys
 
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_manifest as mf
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import manifest as mf
 
 SOURCE = "scripts/model-stamp.py"
 

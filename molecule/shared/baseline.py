@@ -22,7 +22,7 @@ from ansible_collections.sglang.deploy.molecule.shared.fleet import ask, figure,
 
 # the restore from a new model revision back to the inventory's: the quality reference on the
 # host is the newer revision's, and the old revision's numerics differ from it as far as the
-# gate can tell (roles/sglang_verify, plugins/module_utils/sglang_quality.py); the fixture
+# gate can tell (roles/sglang_verify, plugins/module_utils/quality/compare.py); the fixture
 # accepts its own way back on purpose, as an operator would
 RESTORE_VARS = {"sglang_verify_quality_accept": True}
 

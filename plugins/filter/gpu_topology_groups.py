@@ -2,7 +2,7 @@
 # Copyright: sglang_deploy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter: which GPUs form each data-parallel replica of one SGLang server, from the topology
-roles/gpu_host gathered (plugins/module_utils/gpu_topology_groups.py does the grouping).
+roles/gpu_host gathered (plugins/module_utils/gpu/topology_groups.py does the grouping).
 
 - gpu_topology_groups(gpu_host_facts, tp, pp=1, dp=1): a dict with groups,
   cuda_visible_devices (the groups concatenated: SGLang gives DP rank i the visible positions
@@ -11,7 +11,7 @@ roles/gpu_host gathered (plugins/module_utils/gpu_topology_groups.py does the gr
   crosses_sockets, cross_socket (the sentence when no grouping keeps each group within one
   socket) and unused.
 
-- gpu_topology_env(gpu_host_facts, flags, env): plugins/module_utils/gpu_topology_env.py's
+- gpu_topology_env(gpu_host_facts, flags, env): plugins/module_utils/gpu/topology_env.py's
   gpu_order: whether the server gets CUDA_VISIBLE_DEVICES in the grouped order, the variable,
   the lines that say which GPUs each DP rank got and why, and the warnings. Used by
   roles/sglang_flags (defaults/main.yml, the server's environment; tasks/model.yml, the report).
@@ -28,8 +28,8 @@ Unit tests: tests/unit/test_gpu_topology_groups.py.
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_env import candidate_env, gpu_order
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_groups import (
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.topology_env import candidate_env, gpu_order
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.topology_groups import (
     GroupingError, plan_groups_from_facts)
 
 

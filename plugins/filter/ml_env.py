@@ -1,11 +1,11 @@
 """Turn pip install reports (a generation's lock) into hash-pinned requirement lines; compare the
-CUDA runtime a spec's wheels need with the driver's (plugins/module_utils/ml_env_cuda.py)."""
+CUDA runtime a spec's wheels need with the driver's (plugins/module_utils/ml_env/cuda.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_cuda import canonical as _canonical
-from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_cuda import check as _cuda_check
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.cuda import canonical as _canonical
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.cuda import check as _cuda_check
 
 
 def ml_env_lock_requirements(reports) -> list:
@@ -49,7 +49,7 @@ def ml_env_lock_requirements(reports) -> list:
 def ml_env_cuda_runtime_check(sources, driver_cuda_version="") -> dict:
     """The CUDA-runtime verdict of ``sources`` (requirement lines ``name==version ...`` and/or pip
     install reports) against the driver's CUDA version: {ok, judged, driver, runtime, wheels,
-    newer_major, newer_minor, message} (plugins/module_utils/ml_env_cuda.py)."""
+    newer_major, newer_minor, message} (plugins/module_utils/ml_env/cuda.py)."""
     return _cuda_check(sources, driver_cuda_version)
 
 

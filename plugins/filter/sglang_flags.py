@@ -1,7 +1,7 @@
 """Render SGLang launch flags and environment from inventory data.
 
 The flag model (``sglang_server_args``: names, values, argv, systemd quoting) is
-plugins/module_utils/sglang_flags_model.py at the repository's root, shared with the modules that run
+plugins/module_utils/flags/model.py at the repository's root, shared with the modules that run
 on the hosts; these filters expose it to templates and turn its errors into filter errors.
 
 The environment (``sglang_server_env``) is a mapping of variable name to value; ``null``
@@ -17,8 +17,8 @@ from ansible.errors import AnsibleFilterError
 
 _ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-# the one flag model, shared with the modules (plugins/module_utils/sglang_flags_model.py)
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as MODEL
+# the one flag model, shared with the modules (plugins/module_utils/flags/model.py)
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model as MODEL
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as GUARD
 
 

@@ -11,7 +11,7 @@ applies (as files/sglang_preflight.py does for the ``host`` rules):
   ml_env's cuDNN (no nvidia-cudnn entry in ml_env_min_versions, no exact nvidia-cudnn pin of
   at least the minimum in the spec);
 * ``rollout-serial``, ``rollout-min-serving``: a malformed ``sglang_rollout_serial`` or
-  ``sglang_rollout_min_serving`` (plugins/module_utils/sglang_rollout_batches.py says why);
+  ``sglang_rollout_min_serving`` (plugins/module_utils/rollout/batches.py says why);
 * ``gateway-client-key``: a gateway host (roles/sglang_gateway, smg 1.13) whose client key
   ``sglang_gateway_api_key`` is set and is not this host's ``sglang_server_api_key``: smg forwards
   the client's Authorization header to the worker unchanged (measured, roles/sglang_gateway/
@@ -33,7 +33,7 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_versio
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as _renderer
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as _reqs
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm as _sm
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_rollout_batches as _rollout
+from ansible_collections.sglang.deploy.plugins.module_utils.rollout import batches as _rollout
 
 DEPLOY_INPUTS = ("ml_env_packages", "ml_env_packages_nodeps", "ml_env_index_url",
                  "ml_env_extra_index_urls", "ml_env_find_links", "ml_env_min_versions",

@@ -1,6 +1,6 @@
 """The parallel layout of a flag set and the GPUs one host must hold for it, for the filters.
 
-The count is plugins/module_utils/sglang_parallel_layout.py's (its one owner, which the on-host
+The count is plugins/module_utils/flags/parallel_layout.py's (its one owner, which the on-host
 check roles/sglang_flags/files/sglang_preflight.py runs too); this file turns its LayoutError
 into AnsibleFilterError. The rule ``tp-exceeds-gpu-count`` (``applies.gpus_exceed_count``)
 compares ``gpus_needed`` with the GPUs the host declares; sglang_flags_conditions.py,
@@ -10,8 +10,8 @@ sglang_flags_memory.py and sglang_flags_rules.py import this file.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_parallel_layout as _layout
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_parallel_layout import (  # noqa: F401
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import parallel_layout as _layout
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.parallel_layout import (  # noqa: F401
     ATTN_DP_FLAGS, DP_ATTENTION_FLAG, DP_FLAGS, NNODES_FLAGS, PP_FLAGS, TP_FLAGS, flag_name)
 
 

@@ -9,7 +9,7 @@
 - sglang_monitoring_gateways(hostnames, hostvars, default_port): one plain dict per host of the
   gateway group (roles/sglang_gateway, smg): its name, address and metrics port.
 - flag_hash(args), a function of the entries (not a filter): the flag-set hash the speed gates
-  key their baselines by, from the one flag model (plugins/module_utils/sglang_flags_model.py:
+  key their baselines by, from the one flag model (plugins/module_utils/flags/model.py:
   flag names folded, false/null dropped, secrets left out).
 
 Pure functions (unit tests: tests/unit/test_sglang_monitoring_hosts.py).
@@ -21,8 +21,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.errors import AnsibleFilterError
 
 
-# the one flag model (plugins/module_utils/sglang_flags_model.py)
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as MODEL
+# the one flag model (plugins/module_utils/flags/model.py)
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model as MODEL
 SECRET_FLAGS = MODEL.SECRET_FLAGS
 
 # SGLang 0.5.23 sets max_running_requests to 48 when the flag is not given, for these

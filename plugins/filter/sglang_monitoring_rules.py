@@ -16,7 +16,7 @@ reads: docs/monitoring.md.
 Pure function (promtool tests: tests/prometheus/, run by tests/unit/test_sglang_monitoring_rules.py).
 """
 
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_rollout_batches import parse_floor
+from ansible_collections.sglang.deploy.plugins.module_utils.rollout.batches import parse_floor
 
 SG = 'job="sglang"'
 GW = 'job="smg"'
@@ -192,7 +192,7 @@ def gateway_rules(o):
 def floor_rules(o):
     """SGLangGatewayHealthyWorkersAtFloor: a gateway's healthy workers at or under the rollout's
     floor (sglang_rollout_min_serving: an int, or "N%" of the workers it lists, rounded up as
-    plugins/module_utils/sglang_rollout_batches.py resolve_floor does); 0 or 0%: no rule."""
+    plugins/module_utils/rollout/batches.py resolve_floor does); 0 or 0%: no rule."""
     kind, number = parse_floor(o.get("gateway_floor"))
     if not number:
         return []

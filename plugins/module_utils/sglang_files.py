@@ -2,8 +2,8 @@
 baselines on the controller (several hosts of one run, written by parallel workers, never
 collide), and on the hosts the local facts (plugins/module_utils/local_fact.py), the server's
 start log (plugins/module_utils/sglang_start_log.py), the release copies and their index
-(plugins/module_utils/sglang_release_state.py) and a model's stamp
-(plugins/module_utils/model_files_manifest.py).
+(plugins/module_utils/release/state.py) and a model's stamp
+(plugins/module_utils/model_files/manifest.py).
 
 Each write goes to its own temporary file in the target directory, is flushed to the disk and
 renamed over the target: a reader, or a host that loses power, sees the old content or the new

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The one HTTP client of the project's modules (standard library urllib): the probe of
-roles/sglang_verify (through plugins/module_utils/sglang_verify_client.py), the readiness wait of
+roles/sglang_verify (through plugins/module_utils/verify/client.py), the readiness wait of
 roles/sglang_server and the gateway calls of roles/sglang_gateway (plugins/modules/sglang_gateway_worker.py). Shipped with each module as
 ``ansible_collections.sglang.deploy.plugins.module_utils.sglang_http``."""
 

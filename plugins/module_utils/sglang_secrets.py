@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Secret flag values out of text that is shown: journal lines, launch commands, reprs.
 
-A secret is found by the flag's normalised name (plugins/module_utils/sglang_flags_model.py
+A secret is found by the flag's normalised name (plugins/module_utils/flags/model.py
 SECRET_FLAGS), in every spelling SGLang and Python print it: ``--api-key VALUE``,
 ``--api_key=VALUE``, ``'api_key': 'VALUE'`` (the ``server_args={...}`` line SGLang 0.5.23 logs
 at start), ``"api_key": "VALUE"`` (JSON), ``api_key='VALUE'`` (a repr) and ``api-key: VALUE``
@@ -12,7 +12,7 @@ library only.
 
 import re
 
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import SECRET_FLAGS
 
 REDACTED = "<redacted>"
 _NOT_SECRET = ("None", "null", "''", '""', "")

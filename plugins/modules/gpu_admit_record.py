@@ -23,7 +23,7 @@ options:
   ml_env_generation: {description: The ml_env generation the measurement runs (and the server will run)., type: str, default: ""}
   measured: {description: The measurement to judge and record., type: dict}
   force: {description: Admission due whatever the record says., type: bool, default: false}
-  expect: {description: "Figure -> {expect, tolerance} (plugins/module_utils/gpu_admit_verdict.py FIGURES).", type: dict, default: {}}
+  expect: {description: "Figure -> {expect, tolerance} (plugins/module_utils/gpu/admit_verdict.py FIGURES).", type: dict, default: {}}
   link_min_ratio: {description: Refuse H2D/D2H under this share of what the GPU's PCIe link carries., type: float, default: 0.6}
   refuse_xids: {description: Xid codes in the kernel log that refuse the host., type: list, elements: int, default: []}
   small_bytes: {description: All-reduce size whose latency is the small-message figure., type: int, default: 32768}
@@ -65,9 +65,9 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_admit_summary import (
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.admit_summary import (
     admission_inputs, admission_key, changed_inputs, summarize, textfile)
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_admit_verdict import judge
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.admit_verdict import judge
 from ansible_collections.sglang.deploy.plugins.module_utils.local_fact import write_if_changed, write_local_fact
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json
 

@@ -12,7 +12,7 @@ description:
     (GPU model, count, SM, driver branch, open kernel module, no GPU at all).
   - Emits Ansible warnings (not failures) for what only slows things down (IOMMU translating
     GPU DMA, PCIe ACS redirect, a PCIe link below its maximum).
-  - Pure comparison (plugins/module_utils/gpu_host_verdict.py evaluate()); never changes anything.
+  - Pure comparison (plugins/module_utils/gpu/host_verdict.py evaluate()); never changes anything.
 options:
   facts:
     description: The gpu_host_facts dict returned by gpu_host_facts.
@@ -68,7 +68,7 @@ host_warnings:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_verdict import evaluate
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.host_verdict import evaluate
 
 
 ARGUMENT_SPEC = dict(

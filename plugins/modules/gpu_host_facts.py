@@ -12,8 +12,8 @@ description:
     C(lspci -vvv); reads /proc/driver/nvidia/version, /proc/cmdline and the IOMMU groups in /sys.
   - Read-only apart from the local fact file (I(local_fact_dir)), written in the same call when
     its content differs; check mode gathers the same and writes nothing.
-  - "Parsing lives in plugins/module_utils/ (gpu_host_nvidia.py, gpu_host_interconnect.py, wired
-    up by gpu_host_gather.py): pure functions with unit tests."
+  - "Parsing lives in plugins/module_utils/ (gpu/host_nvidia.py, gpu/host_interconnect.py, wired
+    up by gpu/host_gather.py): pure functions with unit tests."
 options:
   nvidia_smi:
     description: Name or path of nvidia-smi.
@@ -54,8 +54,8 @@ gpu_host_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_gather import gather
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_nvidia import ParseError
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.host_gather import gather
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.host_nvidia import ParseError
 from ansible_collections.sglang.deploy.plugins.module_utils.local_fact import write_local_fact
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Runs on the host, read-only: do a new ml_env generation's prebuilt FlashInfer kernels carry the
-# declared SM? The judgement is plugins/module_utils/ml_env_flashinfer.py's. Standard library only.
+# declared SM? The judgement is plugins/module_utils/ml_env/flashinfer.py's. Standard library only.
 
 DOCUMENTATION = r"""
 ---
@@ -62,7 +62,7 @@ msg:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_flashinfer import judge, read_records
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.flashinfer import judge, read_records
 
 ARGUMENT_SPEC = dict(
     venv=dict(type="path", required=True),

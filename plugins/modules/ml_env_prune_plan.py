@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Runs on the host, read-only: decides which ml_env generations prune.yml removes. The
-# generations of sglang_release's releases come from plugins/module_utils/sglang_release_state.py.
+# generations of sglang_release's releases come from plugins/module_utils/release/state.py.
 # Standard library only.
 
 DOCUMENTATION = r"""
@@ -18,7 +18,7 @@ description:
     I(state_fact), and the generation of every release sglang_release records (current,
     previous, its history; read from each release's C(release.json) and environment copy under
     I(release_dir) and from the index I(release_fact), C(protected_generations) of
-    plugins/module_utils/sglang_release_state.py).
+    plugins/module_utils/release/state.py).
   - Of the other generations the I(keep) newest (by the time of their record) are kept; the
     rest are returned in C(remove). Symlinks under I(root) are never followed nor returned.
   - Reads only; never changes anything (C(changed) is always false).
@@ -95,8 +95,8 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prune import PLAN_OPTIONS, choose
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import (
+from ansible_collections.sglang.deploy.plugins.module_utils.release.prune import PLAN_OPTIONS, choose
+from ansible_collections.sglang.deploy.plugins.module_utils.release.state import (
     RELEASE_DIR, ReleaseStateError, protected_generations)
 
 

@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Runs on the host. The Hub source needs huggingface_hub (run it with the ML environment's python);
 # the path source needs the standard library only. Manifest and stamp:
-# plugins/module_utils/model_files_manifest.py; Hub client: model_files_hub.py beside it.
+# plugins/module_utils/model_files/manifest.py; Hub client: model_files/hub.py beside it.
 
 DOCUMENTATION = r"""
 ---
@@ -61,7 +61,7 @@ revision: {description: The commit sha., type: str, returned: always}
 fetched_bytes: {description: Bytes of the files written by this run (a resumed file counts whole)., type: int, returned: always}
 seconds: {description: Wall time of the run., type: float, returned: always}
 repaired: {description: Files found missing or changed and fetched again., type: list, elements: str, returned: always}
-manifest_digest: {description: sha256 of the manifest (model_files_manifest.py)., type: str, returned: always}
+manifest_digest: {description: sha256 of the manifest (model_files/manifest.py)., type: str, returned: always}
 preflight: {description: "C(need_bytes), C(free_bytes): bytes to fetch and free space (null when nothing was needed).", type: dict,
             returned: always}
 files_count: {description: Files in the manifest., type: int, returned: always}
@@ -75,9 +75,9 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_hub as hub
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_progress as progress
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_manifest as mf
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import hub
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import progress
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import manifest as mf
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as guard
 
 ARGUMENT_SPEC = dict(

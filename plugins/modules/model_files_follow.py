@@ -54,7 +54,7 @@ progress: {description: "C(bytes_done), C(bytes_total), C(files_done), C(files_t
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_progress as progress
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import progress
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json
 
 

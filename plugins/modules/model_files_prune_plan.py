@@ -14,7 +14,7 @@ description:
   - Never removed, compared by real path; every path of I(protect) (the revision this run puts
     in place); every revision named in the server's unit I(unit_path) (what runs now); the
     model directory of every release sglang_release records (current, previous, its history;
-    C(protected_model_paths) of plugins/module_utils/sglang_release_state.py).
+    C(protected_model_paths) of plugins/module_utils/release/state.py).
   - Of the other revisions the I(keep) newest (by their stamp's time) stay; the rest are
     returned in C(remove). Reads only; never reports a change.
 options:
@@ -72,9 +72,9 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import STAMP
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prune import PLAN_OPTIONS, choose
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import (
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files.manifest import STAMP
+from ansible_collections.sglang.deploy.plugins.module_utils.release.prune import PLAN_OPTIONS, choose
+from ansible_collections.sglang.deploy.plugins.module_utils.release.state import (
     RELEASE_DIR, ReleaseStateError, protected_model_paths)
 
 SHA = re.compile(r"^[0-9a-f]{40}$")

@@ -3,8 +3,8 @@
 # Runs on the controller (delegate_to: localhost by default): takes one SGLang server out of an
 # smg 1.13 gateway and lets its in-flight requests finish, puts it back with its key and waits
 # until the gateway routes to it, or lists every worker as the gateway sees it. Standard library
-# only: the gateway's API and the drain are plugins/module_utils/sglang_gateway_api.py, its
-# listing plugins/module_utils/sglang_gateway_listing.py; the measured API is in
+# only: the gateway's API and the drain are plugins/module_utils/gateway/api.py, its
+# listing plugins/module_utils/gateway/listing.py; the measured API is in
 # roles/sglang_gateway/README.md.
 
 DOCUMENTATION = r"""
@@ -171,14 +171,14 @@ import time
 import urllib.parse
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_api import (
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway.api import (
     Gateway,
     GatewayError,
     drain,
     read_in_flight,
     wait_listing,
 )
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listing import (
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway.listing import (
     DRAINING,
     combine,
     decide,
@@ -210,7 +210,7 @@ def run(gateways, p, check_mode, clock=time.monotonic, sleep=time.sleep, read=re
     gateway first, then each is waited on (the gateways apply it at the same time: smg keeps a
     removed worker draining for its settle time); removed from every gateway before the worker is
     drained once; added to every gateway, each waited on until it routes to it; the listings
-    combined (sglang_gateway_listing.combine)."""
+    combined (combine of plugins/module_utils/gateway/listing.py)."""
     if p["state"] == "listed":
         return listed(gateways, p, clock, sleep)
     waits = [start_one(gateway, dict(p, gateway_url=url), check_mode, clock, sleep) for url, gateway in gateways]

@@ -46,8 +46,8 @@ options:
   garbage_min_run: {description: Repeats of one unit that count as garbage., type: int, default: 8}
   bench: {description: "Single stream: {prompt, max_tokens, runs, warmup, garbage_check}.", type: dict, default: {}}
   sweep: {description: "Concurrency sweep: {concurrency, requests_per_level, input_len, output_len, tool (auto|bench_serving|own), python, tokenizer, backend, env, timeout}.", type: dict, default: {}}
-  quality: {description: "The quality check against the last-known-good release's reference (plugins/module_utils/sglang_verify_quality.py): {prompts, max_tokens, top_k, same, tolerance, reset, release_dir, release_fact, candidate_path}; with C(load) true also at load (plugins/module_utils/sglang_quality_load.py): {load_batch_sizes, load_max_batch, load_fault_rate, load_detect_probability, load_same, load_tolerance}. The candidate reference is written to candidate_path (not in check mode).", type: dict, default: {}}
-  gsm8k: {description: "Task accuracy with SGLang's evaluator from the host's ML environment (plugins/module_utils/sglang_verify_gsm8k.py): {python, data_path, examples, shots, max_tokens, timeout}.", type: dict, default: {}}
+  quality: {description: "The quality check against the last-known-good release's reference (plugins/module_utils/quality/run.py): {prompts, max_tokens, top_k, same, tolerance, reset, release_dir, release_fact, candidate_path}; with C(load) true also at load (plugins/module_utils/quality/load.py): {load_batch_sizes, load_max_batch, load_fault_rate, load_detect_probability, load_same, load_tolerance}. The candidate reference is written to candidate_path (not in check mode).", type: dict, default: {}}
+  gsm8k: {description: "Task accuracy with SGLang's evaluator from the host's ML environment (plugins/module_utils/verify/gsm8k.py): {python, data_path, examples, shots, max_tokens, timeout}.", type: dict, default: {}}
   env_link: {description: "The ML environment link the server runs from (its target names the ml_env generation, which keys the baseline).", type: str, default: ""}
   start_log: {description: "The server's start log (JSON lines, roles/sglang_server); its newest 20 starts go into the result as C(starts).", type: str, default: ""}
 author: [sglang_deploy]
@@ -79,15 +79,15 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import FlagModelError, redact_launch_command
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import FlagModelError, redact_launch_command
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prometheus import parse_prometheus_value
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_start_log import read as read_starts
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_client import Client, chat_body, single_stream
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_drift import compare_args, compare_resolved
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_output import answers_check, detect_garbage, match_answer, quote
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gsm8k import run_gsm8k
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_quality import QualityError, run_quality
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_sweep import run_sweep
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.client import Client, chat_body, single_stream
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.drift import compare_args, compare_resolved
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.output import answers_check, detect_garbage, match_answer, quote
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.gsm8k import run_gsm8k
+from ansible_collections.sglang.deploy.plugins.module_utils.quality.run import QualityError, run_quality
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.concurrency import run_sweep
 
 
 def generation(env_link):

@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Runs on the host: records, finds and lists the releases of roles/sglang_release. The state
 # itself (release directory, release.json, the index in the local fact) is
-# plugins/module_utils/sglang_release_state.py. Standard library only.
+# plugins/module_utils/release/state.py. Standard library only.
 
 DOCUMENTATION = r"""
 ---
@@ -130,7 +130,7 @@ msg:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import (
+from ansible_collections.sglang.deploy.plugins.module_utils.release.state import (
     FACT, RELEASE_DIR, ReleaseStateError, env_generation, is_secret, list_releases, mark_current, protected_generations, public_args,
     read_index, record, resolve)
 

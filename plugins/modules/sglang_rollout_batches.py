@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Runs on the controller (delegate_to: localhost): the batches of deploy.yml's rollout play, held
 # to a floor of healthy workers read from the gateway's listing, and the check before each batch.
-# The logic: plugins/module_utils/sglang_rollout_batches.py; the why: docs/rollout-growth.md.
+# The logic: plugins/module_utils/rollout/batches.py; the why: docs/rollout-growth.md.
 
 DOCUMENTATION = r"""
 ---
@@ -71,7 +71,7 @@ msg: {description: "The plan, the decision, or why the rollout is refused: the f
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_rollout_batches import RolloutError, check_batch, plan
+from ansible_collections.sglang.deploy.plugins.module_utils.rollout.batches import RolloutError, check_batch, plan
 
 
 ARGUMENT_SPEC = dict(

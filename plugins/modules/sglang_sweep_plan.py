@@ -11,11 +11,11 @@ description:
   - Expands the sweep (the host's current flags and environment, overlaid by I(base), the
     cartesian product of I(axes) and the explicit I(candidates)) into concrete candidates, the
     current configuration first as C(baseline), identical candidates once
-    (plugins/module_utils/sglang_sweep_plan.py).
+    (plugins/module_utils/sweep/plan.py).
   - Writes C(<report_dir>/<sweep_name>/<host>/sweep.json) (the plan and the settings with secret
     flags redacted, an abbreviation resolved through I(catalog_options) first, the start of every
     run, this run's deadline), keeping the first run's start and an earlier ranking. Labels show a
-    secret flag's value as C(<redacted>) (plugins/module_utils/sglang_sweep_redact.py).
+    secret flag's value as C(<redacted>) (plugins/module_utils/sweep/redact.py).
   - "A candidate whose record there says it finished (any outcome) is in C(done), not in C(todo):
     a resumed sweep runs only the rest."
   - In check mode the plan is computed and nothing is written.
@@ -70,16 +70,16 @@ objective: {description: "The objective as stored: {name, concurrency, latency_t
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import describe, resolve
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, bind_problem, expand
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import (
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.objective import describe, resolve
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.plan import SweepPlanError, bind_problem, expand
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.redact import (
     plan_secrets,
     redact_candidate,
     redact_settings,
     secret_of,
 )
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import SWEEP_ARGS, iso, read_sweep, sweep_dir, write_sweep
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import done as done_keys
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.store import SWEEP_ARGS, iso, read_sweep, sweep_dir, write_sweep
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.store import done as done_keys
 
 
 ARGUMENT_SPEC = dict(

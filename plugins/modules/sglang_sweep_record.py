@@ -12,7 +12,7 @@ description:
     C(<report_dir>/<sweep_name>/<host>/candidate-<key>.json) with C(status: running): a play
     interrupted from here on leaves a record that a resumed sweep runs again."
   - With I(status=finished), classifies the candidate from what the play registered for it
-    (plugins/module_utils/sglang_sweep_classify.py) and writes the record with its
+    (plugins/module_utils/sweep/classify.py) and writes the record with its
     outcome (rejected, crashed, hung, wrong or working), the reason, the details (rule, journal
     tail, traceback, quoted output) and, when working, the figures. A finished record is never run
     again by a resumed sweep.
@@ -63,12 +63,12 @@ next_fits: {description: Whether another candidate's start still fits before the
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import FlagModelError
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import FlagModelError
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import redact_lines
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_classify import classify
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError, candidate_key
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_redact import candidate_secrets, redact_candidate, redact_env
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import (
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.classify import classify
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.plan import SweepPlanError, candidate_key
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.redact import candidate_secrets, redact_candidate, redact_env
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.store import (
     FINISHED,
     RUNNING,
     SWEEP_ARGS,

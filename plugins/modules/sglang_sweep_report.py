@@ -12,7 +12,7 @@ description:
     objective the plan stored there (C(settings.objective), else C(single_stream)), their
     records' single-stream decode tok/s, or under C(throughput) their output tok/s at the
     objective's concurrency among those within its latency target; groups those within noise of
-    each other as ties (plugins/module_utils/sglang_sweep_rank.py, sglang_sweep_objective.py).
+    each other as ties (plugins/module_utils/sweep/rank.py, sweep/objective.py).
   - Ranks the same records by the other objective too (C(other_objective)), what the choice not
     declared would pick; the winner (and what a kept sweep rolls) is the declared objective's.
   - Writes C(sweep.md), C(sweep-summary.json) and C(winner.yml) (a group_vars snippet with only
@@ -56,11 +56,11 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import other, resolve
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_plan import SweepPlanError
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_rank import rank
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_render import console_lines, markdown, snippet, summary
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_store import (
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.objective import other, resolve
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.plan import SweepPlanError
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.rank import rank
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.render import console_lines, markdown, snippet, summary
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.store import (
     SWEEP_ARGS,
     finished,
     iso,

@@ -72,7 +72,7 @@ import datetime
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_baseline import (
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.baseline import (
     accept,
     baseline_key,
     baseline_path,
@@ -81,11 +81,11 @@ from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_baseli
     summarize,
     wants_reset,
 )
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import flag_hash, redact_flags
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_quality import accept_length_gate, gate as quality_gate
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gsm8k import gsm8k_gate
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gates import evaluate_gates, limit_value
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_render import RUN_ARGS, bus_cell, console_lines
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import flag_hash, redact_flags
+from ansible_collections.sglang.deploy.plugins.module_utils.quality.compare import accept_length_gate, gate as quality_gate
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.gsm8k import gsm8k_gate
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.gates import evaluate_gates, limit_value
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.render import RUN_ARGS, bus_cell, console_lines
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"

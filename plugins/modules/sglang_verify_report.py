@@ -56,7 +56,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_render import RUN_ARGS, history_record, prometheus_links, render_summary_md
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.render import RUN_ARGS, history_record, prometheus_links, render_summary_md
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_json, write_text
 
 

@@ -13,7 +13,7 @@ imported by their names in the collection, so link the checkout as scripts/colle
 It reads the driver's CUDA version twice (nvidia-smi's banner through gpu_host's parser, and
 libcuda's cuDriverGetVersion), the runtime torch was built for and the CUDA wheels installed
 beside it (their metadata), and applies ml_env's check to them
-(plugins/module_utils/ml_env_cuda.py), then to a CUDA
+(plugins/module_utils/ml_env/cuda.py), then to a CUDA
 13.2 and a CUDA 14 runtime on the same driver, to show the verdicts the role would give. It also
 applies the FlashInfer-architecture check to the FlashInfer packages installed here, if any, for
 the GPU's own SM. Last it multiplies two bf16 matrices on the GPU, compares the product with a
@@ -31,9 +31,9 @@ import time
 
 import torch
 
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_nvidia as nvidia
-from ansible_collections.sglang.deploy.plugins.module_utils import ml_env_cuda as cuda
-from ansible_collections.sglang.deploy.plugins.module_utils import ml_env_flashinfer as flashinfer
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_nvidia as nvidia
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env import cuda
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env import flashinfer
 
 
 def libcuda_version():

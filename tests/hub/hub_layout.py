@@ -18,7 +18,7 @@ import os
 import shutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_manifest as mf  # the role's own listing of a model directory
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import manifest as mf  # the role's own listing of a model directory
 
 TINY_QWEN2 = os.path.join(ROOT, "roles", "model_files", "files", "tiny-qwen2")
 TINY_QWEN2_REPO = "sglang-deploy/tiny-qwen2"

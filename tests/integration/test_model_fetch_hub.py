@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 from ansible_collections.sglang.deploy.tests.hub import hub_layout
 from ansible_collections.sglang.deploy.plugins.modules import model_files_fetch  # noqa: E402
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_hub  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import hub as model_files_hub  # noqa: E402
 from ansible_collections.sglang.deploy.tests.hub.hub_endpoint import HubEndpoint
 
 # imported here, so that the client's log handler writes to the session's stderr, not to a test's
@@ -133,7 +133,7 @@ def test_a_slow_fetch_can_be_followed_from_the_files_on_disk(hub, big, tmp_path)
     record is gone when the run ends."""
     import threading
 
-    from ansible_collections.sglang.deploy.plugins.module_utils import model_files_progress as progress
+    from ansible_collections.sglang.deploy.plugins.module_utils.model_files import progress
 
     hub.rate = 5 * MIB
     record_path = str(tmp_path / "models" / ".big-weights.progress.json")

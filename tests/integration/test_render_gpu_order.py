@@ -1,11 +1,11 @@
 """The grouped GPU order reaches the environment file: the production inventory with a data-parallel
 layout (tp-size 4 x dp-size 2) on a host whose gpu_host facts come from the interleaved-sockets capture
 (tests/fixtures/gpu-host/pcie-8gpu-dual-socket-interleaved/) renders CUDA_VISIBLE_DEVICES in the grouped
-order, and the offline check says which GPUs each replica got (plugins/module_utils/gpu_topology_env.py).
+order, and the offline check says which GPUs each replica got (plugins/module_utils/gpu/topology_env.py).
 The inventories as they are render without it (test_unit_render.py's fixtures)."""
 
 import yaml
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_interconnect as interconnect
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_interconnect as interconnect
 from test_unit_render import CASES, ROOT, run_render  # pylint: disable=wrong-import-order
 
 TOPO = ROOT / "tests" / "fixtures" / "gpu-host" / "pcie-8gpu-dual-socket-interleaved" / "nvidia-smi-topo-m.txt"

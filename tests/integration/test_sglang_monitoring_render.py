@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as model
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model
 from ansible_collections.sglang.deploy.tests.unit.sglang_monitoring_support import run_promtool
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")

@@ -76,7 +76,7 @@ def test_rendered_unit_and_environment_match_the_fixtures(tmp_path, case):
 
 
 def test_flags_written_with_underscores_render_the_same_unit(tmp_path):
-    """model_path and model-path are one flag (plugins/module_utils/sglang_flags_model.py)."""
+    """model_path and model-path are one flag (plugins/module_utils/flags/model.py)."""
     with open(ROOT / "inventories" / "local" / "group_vars" / "all" / "sglang.yml", encoding="utf-8") as handle:
         args = yaml.safe_load(handle)["sglang_server_args"]
     spelt = {name.replace("-", "_"): value for name, value in args.items()}

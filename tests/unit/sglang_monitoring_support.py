@@ -14,7 +14,7 @@ ROLE = os.path.join(ROOT, "roles", "sglang_monitoring")
 from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_config as config  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_hosts as hosts  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_rules as rules  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_watchdog_metrics as watchdog_metrics  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import metrics as watchdog_metrics  # noqa: E402  pylint: disable=wrong-import-position
 
 PAGES = [
     os.path.join(ROOT, "tests", "fixtures", "sglang-router", "metrics-sglang-0.5.23-busy.txt"),
@@ -28,7 +28,7 @@ PROMETHEUS_SERIES = {"up"}
 # encountered."). Not recorded here: the lent GPU machine has no DCGM (tests/fixtures/gpu-admit).
 DCGM_PUBLISHED = {"DCGM_FI_DEV_XID_ERRORS"}
 # The liveness watchdog's textfile (roles/sglang_watchdog, node_exporter's textfile collector,
-# job node): the names its writer writes (plugins/module_utils/sglang_watchdog_metrics.py).
+# job node): the names its writer writes (plugins/module_utils/watchdog/metrics.py).
 WATCHDOG_SERIES = {name for name, _, _ in watchdog_metrics.METRICS}
 DASHBOARD = os.path.join(ROLE, "files", "sglang-fleet-dashboard.json")
 

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from ansible_collections.sglang.deploy.plugins.module_utils import ml_env_cuda as cuda
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env import cuda
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "device"
 

@@ -1,5 +1,5 @@
 """One flag model: every role reads the launch flags as the unit is rendered from them,
-``sglang_flags_normalized`` (roles/sglang_flags, tasks_from: model; plugins/module_utils/sglang_flags_model.py),
+``sglang_flags_normalized`` (roles/sglang_flags, tasks_from: model; plugins/module_utils/flags/model.py),
 not the inventory's ``sglang_server_args`` as written. A consumer of the raw mapping sees
 ``{"--port": 31000}`` as no port at all while the unit says ``--port 31000`` (the firewall filtered
 30000, the monitoring scraped 30000). This test reads the code of every role (defaults, vars,

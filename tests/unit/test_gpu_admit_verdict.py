@@ -1,5 +1,5 @@
-"""The admission verdict (plugins/module_utils/gpu_admit_verdict.py), its key, summary
-and textfile (gpu_admit_summary.py) and the module gpu_admit_record: on the lent H200's real
+"""The admission verdict (plugins/module_utils/gpu/admit_verdict.py), its key, summary
+and textfile (gpu/admit_summary.py) and the module gpu_admit_record: on the lent H200's real
 measurements (tests/fixtures/gpu-admit/), on the production profile
 (inventories/production/group_vars/blackwell/admission.yml), and on an 8-GPU host derived from
 them for what one GPU cannot show (peer copies, all-reduce, ACS)."""
@@ -12,9 +12,9 @@ import subprocess
 from ansible_collections.sglang.deploy.plugins.modules import gpu_admit_record
 import pytest
 import yaml
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_admit_summary as summary
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_admit_verdict as verdict
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_render as render
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import admit_summary as summary
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import admit_verdict as verdict
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
 from sglang_monitoring_support import promtool
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

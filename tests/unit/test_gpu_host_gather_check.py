@@ -1,12 +1,12 @@
-"""gather() (plugins/module_utils/gpu_host_gather.py) against a faked host built from
-fixtures, and evaluate() (gpu_host_verdict.py: the preflight's verdict)."""
+"""gather() (plugins/module_utils/gpu/host_gather.py) against a faked host built from
+fixtures, and evaluate() (gpu/host_verdict.py: the preflight's verdict)."""
 
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_gather as gather
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_nvidia as nvidia
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_verdict as verdict
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_gather as gather
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_nvidia as nvidia
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_verdict as verdict
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

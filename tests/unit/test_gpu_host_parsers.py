@@ -1,14 +1,14 @@
-"""Unit tests of the gpu_host parsers (plugins/module_utils/gpu_host_nvidia.py,
-gpu_host_interconnect.py) and of empty_facts (gpu_host_gather.py) on real and documented outputs."""
+"""Unit tests of the gpu_host parsers (plugins/module_utils/gpu/host_nvidia.py,
+gpu/host_interconnect.py) and of empty_facts (gpu/host_gather.py) on real and documented outputs."""
 
 import json
 import os
 import re
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_gather as gather
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_interconnect as interconnect
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_nvidia as nvidia
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_gather as gather
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_interconnect as interconnect
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_nvidia as nvidia
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

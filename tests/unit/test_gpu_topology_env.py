@@ -1,11 +1,11 @@
 """Whether a host's server gets CUDA_VISIBLE_DEVICES in the grouped order
-(plugins/module_utils/gpu_topology_env.py, the filter gpu_topology_env of
+(plugins/module_utils/gpu/topology_env.py, the filter gpu_topology_env of
 plugins/filter/gpu_topology_groups.py), on the gpu_host fixtures (tests/fixtures/gpu-host/)."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.sglang.deploy.plugins.filter import gpu_topology_groups as gfilter
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_topology_env import gpu_order
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.topology_env import gpu_order
 from test_gpu_topology_groups import H200, INTERLEAVED, NVL, RTX, facts
 
 TITANX = facts("titanx-4gpu-dual-socket-mlx4")

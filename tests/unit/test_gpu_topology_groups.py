@@ -1,4 +1,4 @@
-"""GPU grouping for data-parallel replicas (plugins/module_utils/gpu_topology_groups.py and the
+"""GPU grouping for data-parallel replicas (plugins/module_utils/gpu/topology_groups.py and the
 filter plugins/filter/gpu_topology_groups.py), on the gpu_host fixtures parsed by the gpu_host
 parsers (tests/fixtures/gpu-host/)."""
 
@@ -7,9 +7,9 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.sglang.deploy.plugins.filter import gpu_topology_groups as gfilter
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_interconnect as interconnect
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_host_nvidia as nvidia
-from ansible_collections.sglang.deploy.plugins.module_utils import gpu_topology_groups as groups
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_interconnect as interconnect
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_nvidia as nvidia
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import topology_groups as groups
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIX = os.path.join(ROOT, "tests", "fixtures", "gpu-host")

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from ansible_collections.sglang.deploy.plugins.filter.ml_env import ml_env_cuda_runtime_check
-from ansible_collections.sglang.deploy.plugins.module_utils.gpu_host_nvidia import parse_cuda_driver_version
-from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_cuda import cuda_of, driver_cuda, runtime_needs
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu.host_nvidia import parse_cuda_driver_version
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.cuda import cuda_of, driver_cuda, runtime_needs
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils.ml_env_flashinfer import (
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.flashinfer import (
     archs_of, judge, normalize_sm, read_records)
 from ansible_collections.sglang.deploy.plugins.modules import ml_env_flashinfer_arch
 

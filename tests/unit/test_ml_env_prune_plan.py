@@ -1,13 +1,13 @@
 """ml_env's prune choice (plugins/modules/ml_env_prune_plan.py) on directory trees in
 tmp_path: only finished generations are removed, never the active, previous, just-built or
 release-referenced ones (compared by real path; the releases' generations come from
-plugins/module_utils/sglang_release_state.py), and never anything else under ml_env_root."""
+plugins/module_utils/release/state.py), and never anything else under ml_env_root."""
 
 import json
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state
+from ansible_collections.sglang.deploy.plugins.module_utils.release import state as sglang_release_state
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,5 +1,5 @@
 """A model_files_endpoint with credentials (https://user:token@mirror) stays secret: stamps and
-messages name the mirror without them (plugins/module_utils/model_files_hub.py,
+messages name the mirror without them (plugins/module_utils/model_files/hub.py,
 public_endpoint), and every task of roles/model_files that passes the endpoint hides its output
 when the endpoint carries them (no_log)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_hub as hub
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import hub
 
 ROOT = Path(__file__).resolve().parents[2]
 

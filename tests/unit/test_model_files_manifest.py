@@ -1,4 +1,4 @@
-"""The manifest and stamp of a model directory (plugins/module_utils/model_files_manifest.py):
+"""The manifest and stamp of a model directory (plugins/module_utils/model_files/manifest.py):
 what counts as a model file, the digest, the stamp SGLang's --model-checksum can read, the
 quick check (sizes only) and the full verify (hashes)."""
 
@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_manifest as mf
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import manifest as mf
 
 
 @pytest.fixture(name="model")

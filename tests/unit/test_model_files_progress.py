@@ -1,11 +1,11 @@
-"""roles/model_files' progress of a background fetch or copy (plugins/module_utils/model_files_progress.py,
+"""roles/model_files' progress of a background fetch or copy (plugins/module_utils/model_files/progress.py,
 plugins/modules/model_files_follow.py): measured from the files on disk, worded for an operator; the
 job's end read from its async status file as async_status reads it."""
 
 import json
 
 from ansible_collections.sglang.deploy.plugins.modules import model_files_follow as poll
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_progress as progress
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import progress
 
 
 def record(tmp_path, files, started=1000.0, base=0):

@@ -1,5 +1,5 @@
 """plugins/modules/model_files_prune_plan.py and protected_model_paths of
-plugins/module_utils/sglang_release_state.py: a model revision is removed only when nothing uses it: not
+plugins/module_utils/release/state.py: a model revision is removed only when nothing uses it: not
 the one put in place, not one the server's unit names, not the model of any recorded release,
 never a partial download, and the newest unused ones are kept."""
 
@@ -10,8 +10,8 @@ import time
 import pytest
 
 from ansible_collections.sglang.deploy.plugins.modules import model_files_prune_plan as prune
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state as state
-from ansible_collections.sglang.deploy.plugins.module_utils.model_files_manifest import STAMP
+from ansible_collections.sglang.deploy.plugins.module_utils.release import state
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files.manifest import STAMP
 
 SHAS = ["%040x" % n for n in range(1, 6)]
 

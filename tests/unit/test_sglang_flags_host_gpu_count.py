@@ -1,5 +1,5 @@
 """The on-host GPU-count rule (host-tp-exceeds-gpu-count, roles/sglang_flags/files/sglang_preflight.py)
-counts like the offline rule tp-exceeds-gpu-count: both with plugins/module_utils/sglang_parallel_layout.py.
+counts like the offline rule tp-exceeds-gpu-count: both with plugins/module_utils/flags/parallel_layout.py.
 The script runs here without SGLang: a parsed ServerArgs is stood in for by its attributes."""
 
 import os
@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as report
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_parallel_layout as layout
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import parallel_layout as layout
 from sglang_flags_rules_support import MINIMAL, ROLE, ROOT, RULES, by_rule, check
 
-LAYOUT_FILE = os.path.join(ROOT, "plugins", "module_utils", "sglang_parallel_layout.py")
+LAYOUT_FILE = os.path.join(ROOT, "plugins", "module_utils", "flags", "parallel_layout.py")
 with open(LAYOUT_FILE, encoding="utf-8") as _fh:
     LAYOUT_SOURCE = _fh.read()
 

@@ -1,11 +1,11 @@
-"""The flag model (plugins/module_utils/sglang_flags_model.py), the one owner of what a launch flag is:
+"""The flag model (plugins/module_utils/flags/model.py), the one owner of what a launch flag is:
 its name, its rendering, its reading back from SGLang's launch_command, the secret flags, the
 value comparison; and the drift comparison of roles/sglang_verify that reads through it."""
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as model
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_drift as drift
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import drift
 
 SERVER = {"launch_command": "python3 -m sglang.launch_server --model-path /m --served-model-name tiny "
                             "--tp-size 2 --enable-metrics --cuda-graph-bs 1 2 4 --api-key s3cret",

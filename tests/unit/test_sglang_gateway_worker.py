@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_gateway_api as api
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_gateway_listing as listing
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway import api
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway import listing
 from ansible_collections.sglang.deploy.plugins.modules import sglang_gateway_worker as m
 from sglang_gateway_worker_support import answer, sglang_metrics
 

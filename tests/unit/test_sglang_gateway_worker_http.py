@@ -1,4 +1,4 @@
-"""The HTTP side of plugins/module_utils/sglang_gateway_api.py against a stand-in on a local
+"""The HTTP side of plugins/module_utils/gateway/api.py against a stand-in on a local
 socket that replays smg 1.13.0's recorded answers (tests/fixtures/smg/): the admin key sent as a
 bearer token, 401 without it, 409 for a URL already registered, 404 of a DELETE, no answer."""
 
@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_gateway_api as api
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway import api
 from ansible_collections.sglang.deploy.plugins.modules import sglang_gateway_worker as m
 from sglang_gateway_worker_support import answer, sglang_metrics
 

@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from sglang_monitoring_support import ROOT, hosts
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as model
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model
 
 
 def inventory_args(path):

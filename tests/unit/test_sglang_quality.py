@@ -1,14 +1,14 @@
-"""The quality comparison (plugins/module_utils/sglang_quality.py): agreement, |d logprob|, KL, the
+"""The quality comparison (plugins/module_utils/quality/compare.py): agreement, |d logprob|, KL, the
 levels and the gate's verdicts, prompt-set hashing; and the reference following its release
-(plugins/module_utils/sglang_release_state.py: record attaches it, a restore makes it current again)."""
+(plugins/module_utils/release/state.py: record attaches it, a restore makes it current again)."""
 
 import json
 import math
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality as q
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state as rs
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import compare as q
+from ansible_collections.sglang.deploy.plugins.module_utils.release import state as rs
 
 SAME = {"mean_abs_dlogprob": 0.003, "max_abs_dlogprob": 0.03, "min_top1": 1.0}
 TOL = {"mean_abs_dlogprob": 0.02, "max_abs_dlogprob": 0.15, "min_top1": 0.97}
@@ -242,7 +242,7 @@ def test_the_production_floor_fails_a_draft_that_never_hits_on_a_first_deploy():
 
 
 def test_gsm8k_floors_absolute_and_relative_to_the_reference():
-    from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gsm8k import gsm8k_gate, standard_error
+    from ansible_collections.sglang.deploy.plugins.module_utils.verify.gsm8k import gsm8k_gate, standard_error
     assert standard_error(0.95, 200) == pytest.approx(0.0154, abs=1e-4)  # ~1.5 points at 200 questions
     assert gsm8k_gate(None, {}) == (None, [], None)
     row, failures, decided = gsm8k_gate({"score": 0.955, "examples": 200, "shots": 5}, {}, 0.95)
@@ -261,7 +261,7 @@ def test_gsm8k_runs_the_evaluator_with_the_key_in_its_environment(tmp_path, monk
     """run_gsm8k's plumbing: argv, the key through OPENAI_API_KEY (never argv), the score parsed.
     The evaluator here is a stand-in module of the same name that prints what SGLang's does;
     the real one runs against a real server in Molecule (molecule/default)."""
-    from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_gsm8k import run_gsm8k
+    from ansible_collections.sglang.deploy.plugins.module_utils.verify.gsm8k import run_gsm8k
     pkg = tmp_path / "fake" / "sglang" / "test"
     pkg.mkdir(parents=True)
     (tmp_path / "fake" / "sglang" / "__init__.py").write_text("")

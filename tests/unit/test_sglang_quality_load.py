@@ -1,13 +1,13 @@
-"""The quality check at load (plugins/module_utils/sglang_quality_load.py): the generations a
+"""The quality check at load (plugins/module_utils/quality/load.py): the generations a
 detection probability needs, the batch sizes read from what the server resolved, the batches,
 a batched generation against the same prompt alone (near-ties, a divergence, logprob drift),
-the verdict per size and the gate's row and failure (plugins/module_utils/sglang_quality.py)."""
+the verdict per size and the gate's row and failure (plugins/module_utils/quality/compare.py)."""
 
 import math
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality as q
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality_load as load
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import compare as q
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
 
 SAME = {"max_abs_dlogprob": 0.001}
 TOL = {"max_abs_dlogprob": 0.05, "divergence_margin": 0.05}

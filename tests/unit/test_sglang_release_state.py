@@ -1,4 +1,4 @@
-"""The release state of roles/sglang_release (plugins/module_utils/sglang_release_state.py) and its
+"""The release state of roles/sglang_release (plugins/module_utils/release/state.py) and its
 module (plugins/modules/sglang_release.py), on release directories in tmp_path:
 record, resolve, mark_current, the releases recorded before release.json existed, the ml_env
 generations every kept release protects, no secret flag on disk, atomic writes, check mode."""
@@ -11,8 +11,8 @@ import stat
 
 import pytest
 from ansible_collections.sglang.deploy.plugins.modules import sglang_release as module# plugins/modules/sglang_release.py (tests/conftest.py)
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_release_state as state
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
+from ansible_collections.sglang.deploy.plugins.module_utils.release import state
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import SECRET_FLAGS
 
 KEY = "sk-release-0123456789abcdef"
 

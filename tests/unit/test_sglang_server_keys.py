@@ -19,10 +19,10 @@ import urllib.parse
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_gateway_api
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway import api as sglang_gateway_api
 from ansible_collections.sglang.deploy.plugins.modules import sglang_server_wait
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_flags_model import SECRET_FLAGS
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_release_state import public_args
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import SECRET_FLAGS
+from ansible_collections.sglang.deploy.plugins.module_utils.release.state import public_args
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import redact_lines, redact_text
 
 from ansible_collections.sglang.deploy.tests.unit import test_sglang_flags_inputs as inputs
@@ -177,7 +177,7 @@ def test_sitecustomize_leaves_other_output_as_written(tmp_path):
 # --- the release record, the gateway, the readiness wait --------------------------------------------
 
 def test_the_release_record_keeps_no_secret_flag():
-    """plugins/module_utils/sglang_release_state.py public_args, what roles/sglang_release records: no
+    """plugins/module_utils/release/state.py public_args, what roles/sglang_release records: no
     secret flag, in any spelling."""
     flags = {"model-path": "/m", "api-key": KEY, "admin_api_key": ADMIN, "port": 30000}
     assert public_args(flags) == {"model-path": "/m", "port": 30000}

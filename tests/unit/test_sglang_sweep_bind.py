@@ -1,13 +1,13 @@
 """A sweep candidate stays on the bind the firewall filters: one that sets --port to
 another port than roles/sglang_firewall filters, or --host to another address than the canary's,
 by any spelling or inside a list value, is refused by the plan before any candidate starts
-(plugins/module_utils/sglang_sweep_plan.py, bind_problem; plugins/modules/sglang_sweep_plan.py)."""
+(plugins/module_utils/sweep/plan.py, bind_problem; plugins/modules/sglang_sweep_plan.py)."""
 
 import os
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import plan
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_plan
 
 CURRENT = {"model-path": "/data/models/tiny-qwen2", "host": "10.0.0.5", "port": 30000}

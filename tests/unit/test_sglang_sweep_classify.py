@@ -1,12 +1,12 @@
 """Outcome of one sweep candidate from what the play registered
-(plugins/module_utils/sglang_sweep_classify.py): the offline findings, SGLang's parser,
+(plugins/module_utils/sweep/classify.py): the offline findings, SGLang's parser,
 sglang_server_wait's failures (roles/sglang_server) and sglang_probe's result (roles/sglang_verify)."""
 
 import copy
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_classify as C
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import classify as C
 
 # sglang_server_wait's failure when the unit exits during the start: the scheduler's traceback
 # in the journal (-o short-iso), then the main process and systemd
@@ -207,9 +207,9 @@ def test_the_waits_outcome_decides_over_its_message():
 
 def test_answers_wrong_only_at_load_are_degraded_never_working():
     """A candidate whose answers alone match the reference (`same`) while its answers decoded in a
-    batch differ from them (plugins/module_utils/sglang_quality_load.py) is degraded, naming the
+    batch differ from them (plugins/module_utils/quality/load.py) is degraded, naming the
     batch size."""
-    from ansible_collections.sglang.deploy.plugins.module_utils import sglang_quality_load as L
+    from ansible_collections.sglang.deploy.plugins.module_utils.quality import load as L
     alone = {"ids": [10, 11], "logprobs": [-0.1, -0.2], "top": [[[-0.1, 10, "a"]], [[-0.2, 11, "b"]]]}
     bad = {"ids": [10, 5], "logprobs": [-0.1, -0.01], "top": [[[-0.1, 10, "a"]], [[-0.01, 5, "!"]]]}
     rows = [dict(L.compare_generation(alone, bad, 0.05), prompt={"id": "chat-00", "text": "2+2"})]

@@ -8,7 +8,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import plan
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FLAGS = os.path.join(ROOT, "roles", "sglang_flags")

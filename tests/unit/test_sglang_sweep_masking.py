@@ -2,7 +2,7 @@
 modules' whole results, their arguments (invocation.module_args) included, the line they log
 ("Invoked with ...") and a failure of the argument check. The secret strings travel alone in the
 no_log option `secrets` (the sglang_sweep_secrets filter); the modules mask what they find
-themselves too; a port or a path is never masked (plugins/module_utils/sglang_sweep_redact.py,
+themselves too; a port or a path is never masked (plugins/module_utils/sweep/redact.py,
 plan_secrets; plugins/filter/sglang_sweep_secrets.py)."""
 
 import json
@@ -11,7 +11,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.sglang.deploy.plugins.filter.sglang_sweep_secrets import sweep_secrets
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_redact as R
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import redact as R
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_plan, sglang_sweep_record
 
 KEY, LORA, PFX, TOKEN, BASE, AXIS = ("KEY-0123456789", "LORA-0123456789", "PFX-0123456789", "hf_0123456789",

@@ -1,14 +1,14 @@
 """Expansion of a sweep into candidates and the sweep's files (plugins/module_utils/
-sglang_sweep_plan.py, sglang_sweep_store.py)."""
+sweep/plan.py, sweep/store.py)."""
 
 import json
 import os
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_objective as objective
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_store as store
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import objective
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import plan
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import store
 
 CURRENT_ARGS = {"model-path": "/data/models/tiny-qwen2", "device": "cpu", "enable-metrics": True,
                 "max-total-tokens": 16384, "enable-mscclpp": False}

@@ -1,5 +1,5 @@
 """Ranking, ties, the winner's snippet, the report texts (plugins/module_utils/
-sglang_sweep_rank.py, sglang_sweep_render.py) and the chart (roles/sglang_sweep/files/plot_sweep.py)."""
+sweep/rank.py, sweep/render.py) and the chart (roles/sglang_sweep/files/plot_sweep.py)."""
 
 import json
 import os
@@ -9,10 +9,10 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_rank as R
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_render as render
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import robust_stats
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import plan
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import rank as R
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import render
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.stats import robust_stats
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PLOT = os.path.join(ROOT, "roles", "sglang_sweep", "files", "plot_sweep.py")
@@ -319,7 +319,7 @@ def test_plot_script_writes_the_objective_chart(tmp_path):
 def test_the_report_also_ranks_by_the_objective_not_declared():
     """A throughput sweep shows the single-stream order of the same records, and a single-stream
     sweep the throughput order at its level (no target): the winner kept is the declared one's."""
-    from ansible_collections.sglang.deploy.plugins.module_utils.sglang_sweep_objective import other
+    from ansible_collections.sglang.deploy.plugins.module_utils.sweep.objective import other
     declared = R.rank(CANDS, THROUGHPUT_RECORDS, objective=THROUGHPUT)
     alt = R.rank(CANDS, THROUGHPUT_RECORDS, objective=other(declared["objective"]))
     assert alt["objective"]["name"] == "single_stream" and alt["objective"]["concurrency"] == 4

@@ -1,5 +1,5 @@
 """A sweep keeps secret flag values out of what it writes and shows
-(plugins/module_utils/sglang_sweep_redact.py): a setting of api-key, admin-api-key or
+(plugins/module_utils/sweep/redact.py): a setting of api-key, admin-api-key or
 an abbreviation of one (api-k, resolved through the host's catalog first) is stored as <redacted>
 in sweep.json (plan and settings), the candidate records, the report built from them and every
 label, while the candidates the play launches keep the value."""
@@ -12,7 +12,7 @@ from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalo
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_plan
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_record
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_report
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_redact as R
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import redact as R
 from test_sglang_sweep_classify import WORKING
 
 HOST = "sglang-local-1"

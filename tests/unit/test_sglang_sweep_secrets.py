@@ -2,7 +2,7 @@
 (what -v prints) and sweep.json show secret flags (api-key, admin-api-key, any prefix), secret
 options smuggled inside list values (lora-paths: [x, --api-key, K]) and credential variables
 (HF_TOKEN) as <redacted>; only the play's no_log task asks for the values it launches
-(plugins/modules/sglang_sweep_plan.py, reveal; plugins/module_utils/sglang_sweep_redact.py)."""
+(plugins/modules/sglang_sweep_plan.py, reveal; plugins/module_utils/sweep/redact.py)."""
 
 import json
 import os
@@ -10,7 +10,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_redact as R
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import redact as R
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_plan
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")

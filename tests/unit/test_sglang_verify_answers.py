@@ -1,12 +1,12 @@
-"""Every benchmark answer is an answer (plugins/module_utils/sglang_verify_output.py:
+"""Every benchmark answer is an answer (plugins/module_utils/verify/output.py:
 answer_problem, single_char_run, answers_check): empty, cut short without a stop, garbage by
 the detector where the prompt is text, and for the random token ids of
 sglang.benchmark.serving only a run of one character, so that rambling answers to random input
 pass. The rambling answers below are the tiny model's real ones to sglang.benchmark.serving's
 random-ids prompts on the demo hosts (128 tokens each, the first 80 characters kept)."""
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_output as out
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_verify_stats import bench_serving_answers
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import output as out
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.stats import bench_serving_answers
 
 RANDOM_IDS_ANSWERS = [
     "# + other - other - other - other - other - other - other - other - other - othe",

@@ -1,5 +1,5 @@
 """The regression gates of roles/sglang_verify: which accepted results a figure is compared
-with (plugins/module_utils/sglang_verify_baseline.py), the gate module end to end on a temporary report
+with (plugins/module_utils/verify/baseline.py), the gate module end to end on a temporary report
 directory (plugins/modules/sglang_verify_gate.py), and report files written by many hosts at once
 (plugins/module_utils/sglang_files.py)."""
 import glob
@@ -7,7 +7,7 @@ import multiprocessing
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_baseline as bl
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import baseline as bl
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_files as store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

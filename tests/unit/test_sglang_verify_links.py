@@ -1,9 +1,9 @@
 """The verification summary's Prometheus links (plugins/module_utils/
-sglang_verify_render.py): the run's time window, and queries that read metrics SGLang 0.5.23
+verify/render.py): the run's time window, and queries that read metrics SGLang 0.5.23
 really exports (checked against the recorded /metrics page)."""
 import urllib.parse
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_render as render
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
 from sglang_monitoring_support import metric_names, page_names
 
 HOSTS = {

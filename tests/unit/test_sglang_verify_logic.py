@@ -1,18 +1,18 @@
 """Metric math, garbage detector, probe matching, drift comparison, gates and report rendering
-of roles/sglang_verify (its plugins/module_utils/sglang_verify_*.py), with the flag model and the
-Prometheus reader they use (plugins/module_utils/sglang_flags_model.py, sglang_prometheus.py)."""
+of roles/sglang_verify (its plugins/module_utils/verify/*.py), with the flag model and the
+Prometheus reader they use (plugins/module_utils/flags/model.py, sglang_prometheus.py)."""
 
 import json
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_drift as drift
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_flags_model as flags
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_gates as gates
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_output as output
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import drift
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model as flags
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import gates
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import output
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_prometheus as prometheus
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_render as render
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_stats as stats
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import stats
 
 
 # ---------------------------------------------------------------- percentiles

@@ -12,8 +12,8 @@ import pytest
 
 # the module imports its helpers by name, from the collection's plugins/module_utils
 from ansible_collections.sglang.deploy.plugins.modules import sglang_probe as probe
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_client
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_sweep as sweep_mod
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import client as sglang_verify_client
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import concurrency as sweep_mod
 
 ANSWERS = {"What is 2+2?": "4", "Say hello.": "hello"}
 

@@ -6,7 +6,7 @@ report.json keeps them; no section without a gateway. The listing is the module'
 
 import json
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_gateway_listing as listing
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway import listing
 from ansible_collections.sglang.deploy.plugins.modules import sglang_verify_report
 from sglang_gateway_worker_support import answer
 

@@ -4,9 +4,9 @@
 The server_info below is the shape SGLang 0.5.23 serves: resolved fields at the top level, NEXTN
 shown as EAGLE (srt/arg_groups/speculative_hook.py turns NEXTN into EAGLE)."""
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_drift as drift
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_gates as gates
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_render as render
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import drift
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import gates
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
 
 INFO = {
     "attention_backend": "triton",

@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_output as output
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_stats as stats
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_stream as stream
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import output
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import stats
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import stream
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

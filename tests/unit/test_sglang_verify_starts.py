@@ -4,7 +4,7 @@ console and summary.md show the last cold and the last warm start."""
 import json
 
 from ansible_collections.sglang.deploy.plugins.modules import sglang_probe
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_verify_render as render
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
 
 STARTS = [
     {"at": "2026-11-30T10:00:00Z", "seconds": 41.2, "cache": "cold", "generation": "aaaaaaaaaaaaXX"},

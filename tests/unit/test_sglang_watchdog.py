@@ -1,11 +1,11 @@
-"""The liveness watchdog's decisions (plugins/module_utils/sglang_watchdog.py) and its textfile
-(sglang_watchdog_metrics.py), run after run, on observations as the program on the host
+"""The liveness watchdog's decisions (plugins/module_utils/watchdog/decide.py) and its textfile
+(watchdog/metrics.py), run after run, on observations as the program on the host
 (roles/sglang_watchdog/files/sglang_watchdog_run.py) makes them."""
 
 import json
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_watchdog as wd
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_watchdog_metrics import render
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import decide as wd
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog.metrics import render
 
 CONFIG = {"threshold": 3, "restart_limit": 3, "restart_window": 3600, "restart_backoff": 60,
           "start_grace": 300, "stop_grace": 180, "fatal_xids": [8, 79], "interval": 5}
@@ -164,22 +164,29 @@ def test_hold_release_and_status_from_the_command(tmp_path, capsys):
 
 def test_the_role_installs_every_module_the_program_imports():
     """roles/sglang_watchdog/vars/main.yml lists the module_utils copied beside the program: every
-    project import of the program and of those modules must be among them."""
+    project import of the program and of those modules, and the package (__init__.py) of each,
+    must be among them."""
     import re
     from pathlib import Path
     import yaml
     root = Path(__file__).resolve().parents[2]
+    utils = root / "plugins/module_utils"
     entries = yaml.safe_load((root / "roles/sglang_watchdog/vars/main.yml").read_text())["_sglang_watchdog_files"]
-    listed = {re.fullmatch(r"\{\{ _sglang_watchdog_lib \}\}/(\w+)\.py", e["path"]).group(1)
+    listed = {re.fullmatch(r"\{\{ _sglang_watchdog_lib \}\}/([\w/]+\.py)", e["path"]).group(1)
               for e in entries if e["path"].startswith("{{ _sglang_watchdog_lib }}/")}
     for name in listed:  # each read from the module of its own name
-        entry = next(e for e in entries if e["path"] == "{{ _sglang_watchdog_lib }}/" + name + ".py")
-        assert f"_sglang_watchdog_src ~ '/{name}.py'" in entry["content"], entry
-    files = [root / "roles/sglang_watchdog/files/sglang_watchdog_run.py"] + [
-        root / "plugins/module_utils" / (name + ".py") for name in listed]
-    imported = set()
+        entry = next(e for e in entries if e["path"] == "{{ _sglang_watchdog_lib }}/" + name)
+        assert f"_sglang_watchdog_src ~ '/{name}'" in entry["content"], entry
+    files = [root / "roles/sglang_watchdog/files/sglang_watchdog_run.py"] + [utils / name for name in listed]
+    needed = set()
     for path in files:
-        text = path.read_text()
-        imported |= set(re.findall(r"plugins\.module_utils\.(\w+) import", text))
-        imported |= set(re.findall(r"plugins\.module_utils import (\w+)", text))
-    assert imported <= listed, imported - listed
+        for module, names in re.findall(r"plugins\.module_utils((?:\.\w+)*) import ([\w, ]+)", path.read_text()):
+            dotted = module.strip(".")
+            for candidate in [dotted] + [(dotted + "." if dotted else "") + n.split()[0] for n in names.split(",")]:
+                rel = candidate.replace(".", "/")
+                for file in (rel + ".py", rel + "/__init__.py"):
+                    if candidate and (utils / file).is_file():
+                        needed.add(file)
+    needed |= {str(Path(name).parent / "__init__.py") for name in needed if "/" in name}
+    assert {"sglang_http.py", "watchdog/decide.py", "gateway/api.py", "gateway/__init__.py"} <= needed
+    assert needed <= listed, needed - listed

@@ -1,7 +1,7 @@
 """The host paths several roles read have one source each (issue: copies drifted, and a prune
 that read another copy of the release index than the one sglang_release writes protected
 nothing): in Ansible roles/sglang_defaults/defaults/main.yml, in Python RELEASE_DIR and FACT of
-plugins/module_utils/sglang_release_state.py. Comments and documentation may name the values;
+plugins/module_utils/release/state.py. Comments and documentation may name the values;
 no other setting or code may."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LITERALS = re.compile(r"/var/lib/sglang-deploy/(?:releases|starts)|/etc/ansible/facts\.d/sglang_release\.fact"
                       r"|/root/ml-env(?![s\w-])")
 OWNER_YAML = ROOT / "roles" / "sglang_defaults" / "defaults" / "main.yml"
-OWNER_PY = ROOT / "plugins" / "module_utils" / "sglang_release_state.py"
+OWNER_PY = ROOT / "plugins" / "module_utils" / "release" / "state.py"
 # a module's documentation must spell out its defaults (ansible-doc reads it without importing)
 DOC_NAMES = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 

@@ -1,5 +1,5 @@
 """sweeps/blackwell-topology.yml judged offline on the production host: each candidate is the
-profile's flags overlaid by its own (plugins/module_utils/sglang_sweep_plan.py's expand, as the
+profile's flags overlaid by its own (plugins/module_utils/sweep/plan.py's expand, as the
 sweep plans it), then the input checks with the 0.5.23 catalog and the rules table with the host's
 facts (8 RTX PRO 6000 Blackwell, 97887 MiB each, SM120) and the checkpoint's stated weight size,
 the way tests/unit/test_sglang_flags_rules_topology.py judges a layout. tp 8 and tp 4 x dp 2
@@ -14,8 +14,8 @@ import yaml
 
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
 from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_objective as objective
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_sweep_plan as plan
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import objective
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import plan
 from sglang_flags_rules_support import RULES, ROOT, by_rule, check
 
 VERSION = "0.5.23"

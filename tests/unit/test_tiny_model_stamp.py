@@ -11,7 +11,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "roles" / "model_files" / "files" / "tiny-qwen2"
 SCRIPT = ROOT / "scripts" / "model-stamp.py"
-from ansible_collections.sglang.deploy.plugins.module_utils import model_files_manifest as mf  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files import manifest as mf  # noqa: E402
 
 
 def stamp_check(directory):

@@ -20,7 +20,7 @@ testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SCRIPT = os.path.join(ROOT, "roles", "sglang_flags", "files", "sglang_preflight.py")
-LAYOUT = os.path.join(ROOT, "plugins", "module_utils", "sglang_parallel_layout.py")
+LAYOUT = os.path.join(ROOT, "plugins", "module_utils", "flags", "parallel_layout.py")
 QWEN35_LOCAL = os.path.join(ROOT, "tests", "fixtures", "flags", "qwen3.5-397b-a17b-nvfp4")
 QWEN35 = "/tmp/preflight/qwen3.5-397b-a17b-nvfp4"
 with open(os.path.join(ROOT, "inventories", "local", "group_vars", "all", "sglang.yml"), encoding="utf-8") as _fh:
@@ -65,7 +65,7 @@ def _rules():
 
 def preflight(argv, env=None, **request):
     """The script run as host_validate.yml runs it: the rules, the argv and the GPU count's one
-    owner (plugins/module_utils/sglang_parallel_layout.py) by its text; ``env``: the server's
+    owner (plugins/module_utils/flags/parallel_layout.py) by its text; ``env``: the server's
     environment variables it runs with."""
     with open(LAYOUT, encoding="utf-8") as fh:
         req = dict(_rules(), argv=argv, layout_source=fh.read(), **request)

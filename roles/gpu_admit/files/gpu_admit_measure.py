@@ -4,7 +4,7 @@ usage: python gpu_admit_measure.py [--repeat 3] [--burn-seconds 5] [--gemm-refer
 Prints one JSON document on stdout (schema_version 1): per GPU the PCIe link, H2D/D2H pinned
 copies, device memory copy and the GEMM burn-in; across GPUs all-reduce and peer copies; ECC,
 Xid lines and DCGM where readable. Needs torch only (SGLang and DCGM are used where present).
-Judging the figures is not done here: plugins/module_utils/gpu_admit_verdict.py does it.
+Judging the figures is not done here: plugins/module_utils/gpu/admit_verdict.py does it.
 The roles/gpu_admit README lists every key.
 """
 

@@ -11,7 +11,7 @@ Input: one JSON object on stdin (by hand: ``python sglang_preflight.py < request
      "simulate_sm": "12.0",           # optional: pretend to be this CUDA GPU (CPU test machines)
      "simulate_memory_mib": 97887,    # optional: its memory (RTX PRO 6000 Blackwell: 96 GB)
      "gpu_count": 8,                  # optional: GPUs the host has (gpu_host facts)
-     "layout_source": "...",          # plugins/module_utils/sglang_parallel_layout.py's text
+     "layout_source": "...",          # plugins/module_utils/flags/parallel_layout.py's text
                                       #   (by hand from the repository: read from there)
      "rules": {...}, "renames": {...}, "waive": [...]}   # host rules from the rules table
 
@@ -156,15 +156,15 @@ def _apply_simulation(v, sm_text, memory_mib):
 
 
 def _layout_module(request):
-    """plugins/module_utils/sglang_parallel_layout.py, the one owner of the GPU count (the
+    """plugins/module_utils/flags/parallel_layout.py, the one owner of the GPU count (the
     offline rule tp-exceeds-gpu-count counts with it too): host_validate.yml sends its text in
     the request; run by hand from the repository, it is read from there. None if neither."""
-    name = "sglang_parallel_layout.py"
+    name = "parallel_layout.py"
     source = request.get("layout_source")
     here = globals().get("__file__")
     if not source and here:
         path = os.path.join(os.path.dirname(os.path.abspath(here)), "..", "..", "..", "plugins",
-                            "module_utils", name)
+                            "module_utils", "flags", name)
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as fh:
                 source = fh.read()
@@ -181,7 +181,7 @@ def check_gpu_count(v, sa, request, gpu_count):
     layout = _layout_module(request)
     if layout is None:
         v.error("preflight", "tp", "the GPU count cannot be checked: the request holds no "
-                "layout_source (plugins/module_utils/sglang_parallel_layout.py)",
+                "layout_source (plugins/module_utils/flags/parallel_layout.py)",
                 "run the check through roles/sglang_flags (host_validate.yml)", "preflight")
         return
     flags = layout["flags_from_server_args"](sa)

@@ -3,7 +3,7 @@
 # imports (found through PYTHONPATH, set by /usr/local/sbin/sglang-watchdog); run by the timer
 # sglang-watchdog.timer (`run`) and by the rollout (`hold`, `release`). It reads the host (the
 # unit, a generation probe, the token counter of /metrics, every gateway's listing, the kernel
-# log), lets plugins/module_utils/sglang_watchdog.py decide, carries out what it decided and keeps
+# log), lets plugins/module_utils/watchdog/decide.py decide, carries out what it decided and keeps
 # the state in <state_dir>/state.json. Its config (/etc/sglang-watchdog/config.json, root 0600)
 # and gateways.json hold the gateways' admin key; the server's key is read from the server's own
 # keys file when needed. Nothing here prints either. HTTP, /metrics and the gateway's API are the project's own
@@ -19,12 +19,12 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.sglang.deploy.plugins.module_utils import sglang_watchdog as wd
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_api import Gateway, GatewayError
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_gateway_listing import find_worker, serving
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import decide as wd
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway.api import Gateway, GatewayError
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway.listing import find_worker, serving
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import request
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prometheus import parse_prometheus_sums
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_watchdog_metrics import render
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog.metrics import render
 
 CONFIG = "/etc/sglang-watchdog/config.json"
 PROGRESS = ("sglang:realtime_tokens_total", "sglang:prompt_tokens_total", "sglang:generation_tokens_total")

@@ -1,0 +1,1 @@
+"""smg, the gateway: its worker API, its worker listing, and what its role refuses."""

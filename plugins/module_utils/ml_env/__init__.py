@@ -1,0 +1,1 @@
+"""The ML environment: the CUDA runtime its wheels need, FlashInfer's kernels, locks."""

@@ -1,0 +1,1 @@
+"""The model on the host: the Hub fetch, the manifest and stamp, progress, the offline lint."""

@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# The quality check of the sglang_probe module, on the host: asks the server through SGLang's
+# native /generate (0.5.23: text or input_ids, sampling_params, return_logprob,
+# logprob_start_len, top_logprobs_num, return_text_in_logprobs; meta_info.input_token_logprobs
+# and input_top_logprobs are [logprob, token id, text] per position), compares with the
+# reference the host's last-known-good release keeps (plugins/module_utils/release/state.py) and
+# writes this server's own reference as a candidate that sglang_release attaches to the next
+# release it records. The comparison itself is plugins/module_utils/quality/compare.py.
+"""Greedy continuations and teacher-forced logprobs of a prompt set, against a reference."""
+
+import json
+import os
+import time
+
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
+from ansible_collections.sglang.deploy.plugins.module_utils.quality.compare import compare_prompt, describe_worst, judge, prompt_set_hash, summarize
+from ansible_collections.sglang.deploy.plugins.module_utils.release.state import current_quality
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.output import quote
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_text
+
+FORMAT = 1
+MODEL_STAMP = ".sglang-deploy-model.json"
+
+
+class QualityError(Exception):
+    """A request the quality check needs did not answer as SGLang's /generate does."""
+
+
+def _generate(client, body):
+    status, resp = client.post_json("/generate", body)
+    if status != 200 or not isinstance(resp, dict) or "meta_info" not in resp:
+        raise QualityError("/generate answered %s: %s" % (status, quote((resp or {}).get("error") or resp, 300)))
+    return resp
+
+
+def _output_logprobs(meta, out):
+    """{ids, logprobs, top} of a generation's output tokens from its meta_info."""
+    lps = meta.get("output_token_logprobs") or []
+    tops = meta.get("output_top_logprobs") or []
+    return {"ids": [int(x) for x in out], "logprobs": [e[0] for e in lps],
+            "top": [[[t[0], int(t[1])] + ([t[2]] if len(t) > 2 else []) for t in (pos or [])] for pos in tops]}
+
+
+def _output_ids(resp):
+    out = resp.get("output_ids")
+    if out is None:
+        out = [int(e[1]) for e in resp["meta_info"].get("output_token_logprobs") or []]
+    return out
+
+
+def free_run(client, text, max_tokens, spec=None, top_k=0):
+    """(prompt token ids, greedy continuation ids, the continuation's logprobs and top-k) of one
+    prompt alone. With speculative decoding the server's meta_info counts verify steps
+    (spec_verify_ct): added to ``spec`` [tokens, steps]."""
+    resp = _generate(client, {
+        "text": text, "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
+        "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": int(top_k),
+        "return_text_in_logprobs": True})
+    meta = resp["meta_info"]
+    prompt_ids = [int(e[1]) for e in meta.get("input_token_logprobs") or []]
+    out = _output_ids(resp)
+    if not prompt_ids:
+        raise QualityError("/generate returned no input token ids for %s" % quote(text, 80))
+    if spec is not None and meta.get("spec_verify_ct"):
+        spec[0] += int(meta.get("completion_tokens") or len(out))
+        spec[1] += int(meta["spec_verify_ct"])
+    return prompt_ids, [int(x) for x in out], _output_logprobs(meta, out)
+
+
+def generate_batch(client, prompt_ids, max_tokens, top_k):
+    """One /generate with several prompts (a list of input_ids): SGLang's scheduler receives
+    them together and decodes them in one batch. Each generation's {ids, logprobs, top}."""
+    status, resp = client.post_json("/generate", {
+        "input_ids": [list(p) for p in prompt_ids],
+        "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
+        "return_logprob": True, "top_logprobs_num": int(top_k), "return_text_in_logprobs": True})
+    if status != 200 or not isinstance(resp, list) or len(resp) != len(prompt_ids):
+        raise QualityError("/generate of a batch of %d answered %s: %s" % (
+            len(prompt_ids), status, quote(resp.get("error") if isinstance(resp, dict) else resp, 300)))
+    return [_output_logprobs(r["meta_info"], _output_ids(r)) for r in resp]
+
+
+def run_load(client, prompts, alone, q, server_info):
+    """The load part of the quality result (plugins/module_utils/quality/load.py): the
+    prompts decoded again in batches at each batch size, each generation against its run alone
+    (``alone``: per prompt, prompt_ids and the {ids, logprobs, top} of its greedy run)."""
+    t0 = time.time()
+    n_tok, k = int(q.get("max_tokens") or 24), int(q.get("top_k") or 5)
+    fault_rate = float(q.get("load_fault_rate") or 0.05)
+    generations = load.generations_for(fault_rate, float(q.get("load_detect_probability") or 0.95))
+    sizes, how = load.batch_sizes(server_info, q.get("load_batch_sizes"), q.get("load_max_batch"))
+    per_size, requests = [], 0
+    for size in sizes:
+        rows = []
+        for batch in load.rounds(len(prompts), size, generations):
+            got = generate_batch(client, [alone[i]["prompt_ids"] for i in batch], n_tok, k)
+            requests += 1
+            for i, gen in zip(batch, got):
+                row = load.compare_generation(alone[i]["out"], gen, (q.get("load_tolerance") or {}).get(
+                    "divergence_margin", 0.0))
+                row["prompt"] = {"id": prompts[i].get("id") or "p%02d" % i, "text": prompts[i]["text"]}
+                rows.append(row)
+        per_size.append(load.judge_size(size, rows, q.get("load_same"), q.get("load_tolerance")))
+    out = load.summarize(per_size, fault_rate, generations)
+    out.update(sizes_from=how, requests=requests, seconds=round(time.time() - t0, 2))
+    return out
+
+
+def score(client, prompt_ids, ids, top_k):
+    """Teacher forcing: the logprob of each of ``ids`` after ``prompt_ids`` and the top-k there."""
+    if not ids:
+        return {"logprobs": [], "top": [], "texts": []}
+    resp = _generate(client, {
+        "input_ids": list(prompt_ids) + list(ids), "sampling_params": {"temperature": 0, "max_new_tokens": 0},
+        "return_logprob": True, "logprob_start_len": len(prompt_ids), "top_logprobs_num": int(top_k),
+        "return_text_in_logprobs": True})
+    meta = resp["meta_info"]
+    lps = (meta.get("input_token_logprobs") or [])[-len(ids):]
+    tops = (meta.get("input_top_logprobs") or [])[-len(ids):]
+    if len(lps) != len(ids) or [int(e[1]) for e in lps] != [int(x) for x in ids]:
+        raise QualityError("/generate scored %d input tokens, not the %d given (logprob_start_len %d)" % (
+            len(lps), len(ids), len(prompt_ids)))
+    return {"logprobs": [e[0] for e in lps], "texts": [e[2] if len(e) > 2 else None for e in lps],
+            "top": [[[t[0], int(t[1])] + ([t[2]] if len(t) > 2 else []) for t in (pos or [])] for pos in tops]}
+
+
+def model_identity(model_path):
+    """The model the server loads: its path and, where model_files stamped it, the revision."""
+    stamp = read_json(os.path.join(model_path, MODEL_STAMP)) if model_path else None
+    return {"path": model_path or "", "revision": (stamp or {}).get("revision") or ""}
+
+
+def _same_model(a, b):
+    if a.get("revision") and b.get("revision"):
+        return a["revision"] == b["revision"]
+    return a.get("path") == b.get("path")
+
+
+def run_quality(client, q, model_path, server, check_mode=False, task=None, server_info=None):
+    """The ``quality`` part of the probe's result. ``q``: prompts, max_tokens, top_k, same,
+    tolerance, reset, release_dir, release_fact, candidate_path. ``task``: this run's task
+    accuracy ({"gsm8k": {...}}), kept with the candidate; the reference's comes back as
+    ``reference_task``, and the speculative accept length of the greedy runs beside the
+    reference's."""
+    prompts = [p if isinstance(p, dict) else {"text": str(p)} for p in q.get("prompts") or []]
+    n_tok, k = int(q.get("max_tokens") or 24), int(q.get("top_k") or 5)
+    pset = prompt_set_hash(prompts, n_tok, k)
+    t0 = time.time()
+    ref, ref_of = (None, None) if q.get("reset") else current_quality(q["release_dir"], q["release_fact"])
+    model = model_identity(model_path)
+    out = {"prompt_set": pset, "prompts": len(prompts), "max_tokens": n_tok, "top_k": k, "model": model,
+           "reference_of": ref_of, "requests": 0}
+    if ref is not None and ref.get("prompt_set") != pset:
+        out.update(level="incomparable", note="the reference of release %s was recorded with another prompt set, "
+                   "length or k (%s, now %s)" % (ref_of, ref.get("prompt_set"), pset))
+        ref = None
+        compare = False
+    else:
+        compare = ref is not None
+    own, per_prompt, spec, alone = [], [], [0, 0], []
+    for i, prompt in enumerate(prompts):
+        prompt_ids, free_ids, free_out = free_run(client, prompt["text"], n_tok, spec, k)
+        alone.append({"prompt_ids": prompt_ids, "out": free_out})
+        out["requests"] += 1
+        entry = (ref.get("entries") or [])[i] if compare and i < len(ref.get("entries") or []) else None
+        scored = None
+        if entry is not None:
+            scored = score(client, entry["prompt_ids"], entry["ids"], k)
+            out["requests"] += 1
+            per_prompt.append(compare_prompt(entry, scored, free_ids if prompt_ids == entry["prompt_ids"] else None))
+        if scored is None or free_ids != entry["ids"] or prompt_ids != entry["prompt_ids"]:
+            scored = score(client, prompt_ids, free_ids, k)
+            out["requests"] += 1
+        own.append(dict(scored, id=prompt.get("id") or "p%02d" % i, prompt_ids=prompt_ids, ids=free_ids))
+    if compare:
+        summary, changed = summarize(per_prompt), not _same_model(model, ref.get("model") or {})
+        level, reasons = judge(summary, q.get("same"), q.get("tolerance"), changed)
+        out.update(level=level, reasons=reasons, summary=summary, model_changed=changed,
+                   per_prompt=[dict((kk, v) for kk, v in r.items() if kk != "_sums") for r in per_prompt],
+                   worst=describe_worst(per_prompt, prompts))
+    elif "level" not in out:
+        out.update(level="recorded", note="no reference yet%s: this server's answers become the reference of the "
+                   "release it is recorded with" % (" (reset on purpose)" if q.get("reset") else ""))
+    if q.get("load"):
+        out["load"] = run_load(client, prompts, alone, q, server_info)
+        out["requests"] += out["load"]["requests"]
+    out["spec_accept_length"] = round(spec[0] / float(spec[1]), 3) if spec[1] else None
+    if ref is not None:
+        out["reference_spec_accept_length"] = ref.get("spec_accept_length")
+        out["reference_task"] = ref.get("task") or {}
+    # the candidate: an unchanged server keeps the reference it matched (no walk away from it
+    # through many small steps); anything else is recorded from this server's own answers
+    if out["level"] == "same":
+        candidate = dict(ref, kept_since=ref.get("kept_since") or ref.get("recorded_at"))
+    else:
+        candidate = {"format": FORMAT, "prompt_set": pset, "max_tokens": n_tok, "top_k": k, "model": model,
+                     "server": server, "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "spec_accept_length": out["spec_accept_length"], "entries": own}
+    if task:
+        candidate["task"] = dict(candidate.get("task") or {}, **task)
+    out["seconds"] = round(time.time() - t0, 2)
+    if q.get("candidate_path") and not check_mode:
+        write_text(q["candidate_path"], json.dumps(candidate, sort_keys=True, separators=(",", ":")) + "\n", 0o600)
+        out["candidate"] = q["candidate_path"]
+    return out

@@ -1,0 +1,1 @@
+"""A host's releases: the record, the restore target, and the prunes that keep what they protect."""

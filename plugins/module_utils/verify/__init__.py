@@ -1,0 +1,1 @@
+"""The verification of a running server: its client, streams, statistics, output checks, gates and report."""
