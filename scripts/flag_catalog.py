@@ -5,7 +5,7 @@ usage: flag_catalog.py SGLANG_WHEEL [-o roles/sglang_flags/files/catalogs/sglang
 
 `python -m sglang.launch_server` parses its argv with argparse (prepare_server_args in
 sglang/srt/server_args.py), which accepts any unique prefix of a long option. The lint
-(plugins/filter/sglang_flags_catalog.py) needs every option string to
+(plugins/module_utils/flags/catalog.py) needs every option string to
 tell a full name from an abbreviation, and `make drift` (scripts/sglang_drift.py) compares
 two versions' catalogs. This script reads the wheel's Python sources with `ast` (no torch,
 no sglang import) and collects, per option string:
@@ -37,7 +37,7 @@ import sys
 import zipfile
 
 # the requirement parser of the collection (importable from the venv: scripts/collections.sh)
-from ansible_collections.sglang.deploy.plugins.filter.sglang_flags_requirements import canonical_package, parse_requirement
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.requirements import canonical_package, parse_requirement
 
 SERVER_ARGS = "sglang/srt/server_args.py"
 PINNED = ("torch", "torchvision", "torchaudio", "flashinfer-python", "flashinfer-cubin",

@@ -10,7 +10,7 @@ usage: sglang_drift.py [--sglang X] [--index-url URL ...] [--newest-catalog FILE
    `--newest-catalog FILE` uses a catalog that exists instead (no network).
 2. Reads every profile: inventories/*/group_vars/all merged with each other group directory.
 3. Judges each profile as playbooks/lint.yml does (input checks and catalog, rules table,
-   deploy rules: plugins/filter/sglang_flags_*.py) once with its declared SGLang version and
+   deploy rules: plugins/module_utils/flags/*.py) once with its declared SGLang version and
    once with the newest, and reports the findings the newest adds (flags rejected, renamed,
    removed), the defaults that changed for flags the profile leaves unset (literal defaults of
    the two catalogs), and the pins that would move.
@@ -38,11 +38,11 @@ PINNED = ("torch", "flashinfer-python", "sglang-kernel")
 FOLLOWS_FLASHINFER = ("flashinfer-cubin", "flashinfer-jit-cache")
 
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as R
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_deploy as D
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements as Q
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as R
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import deploy as D
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import requirements as Q
 from ansible_collections.sglang.deploy.scripts import sglang_drift_mentions as M
 
 

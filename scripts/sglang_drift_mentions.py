@@ -6,7 +6,7 @@ that still sets one is refused by the lint; a doc, a sweep, a role default or a 
 names one is not, and misleads the next reader. This module lists them, for the newest version:
 
 * **retired**: a flag an older committed catalog has and the newest lacks (the catalogs'
-  history, plugins/filter/sglang_flags_catalog.py ``flag_history``, with the replacement SGLang
+  history, plugins/module_utils/flags/catalog.py ``flag_history``, with the replacement SGLang
   named when it deprecated the flag, or the one vars/main.yml ``sglang_flags_removed_flags``
   records);
 * **deprecated**: a flag the newest catalog still accepts with a deprecation (the next batch).
@@ -21,7 +21,7 @@ import os
 import re
 import subprocess
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
 
 SKIPPED = ("roles/sglang_flags/files/catalogs/", "tests/", "CHANGELOG.md")
 TEXT = (".md", ".yml", ".yaml", ".j2", ".py", ".sh", ".cfg", ".toml", ".txt", ".json", ".ini", "")

@@ -5,7 +5,7 @@ place (docs/security.md, "Who refuses what").
 Each function returns why a value is refused ("" when it is not), never raises and never quotes
 a secret. The code that renders uses them (the flag model's argv, the environment file, the
 server's render guard, the firewall, the gateway launcher, model_files), and the lint reports
-the same answers as findings (plugins/filter/sglang_flags_inputs.py and its siblings), so a check
+the same answers as findings (plugins/module_utils/flags/inputs.py and its siblings), so a check
 that protects a host runs whatever tags or plays ran. Standard library only: modules import it.
 """
 

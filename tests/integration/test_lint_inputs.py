@@ -1,6 +1,6 @@
 """playbooks/lint.yml refuses inputs that would break the rendered systemd unit, before any host
 is touched: a copy of the production inventory with one bad host, one lint run, every finding
-named by host, variable or flag, rule and fix (plugins/filter/sglang_flags_inputs.py)."""
+named by host, variable or flag, rule and fix (plugins/module_utils/flags/inputs.py)."""
 
 import re
 

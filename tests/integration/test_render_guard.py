@@ -1,7 +1,7 @@
 """The server's render path refuses the issue's inputs with the lint skipped: ansible-playbook runs
 roles/sglang_server tasks_from render (what validate.yml and apply.yml import) with
 ``--skip-tags sglang_flags_lint``, then writes the unit and environment templates as configure.yml
-would. Each bad input fails the run at render.yml's guard (plugins/filter/sglang_server_guard.py),
+would. Each bad input fails the run at render.yml's guard (plugins/module_utils/flags/server_guard.py),
 naming the variable and the rule, and nothing is written. The unit tests
 (tests/unit/test_input_guards.py) probe every input and class; this runs a sample through Ansible."""
 

@@ -68,7 +68,7 @@ def test_keys_go_to_the_keys_file_only(tmp_path):
 
 
 def test_hardening_off_renders_no_sandbox(tmp_path):
-    # a weakening the inventory must name (plugins/filter/sglang_flags_sandbox.py)
+    # a weakening the inventory must name (plugins/module_utils/flags/sandbox.py)
     unit, env_file = render(tmp_path, "production", {
         "sglang_server_hardening": False,
         "sglang_server_allow_weaker_sandbox": {"sglang_server_hardening": "the test of the unsandboxed unit"}})

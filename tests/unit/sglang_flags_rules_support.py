@@ -3,10 +3,10 @@ evaluator's call on a Blackwell host (check) and the production profile's hand-t
 
 import os
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_deploy as D
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import deploy as D
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as F
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

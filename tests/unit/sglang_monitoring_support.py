@@ -11,9 +11,9 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_monitoring")
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_config as config  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_hosts as hosts  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.sglang.deploy.plugins.filter import sglang_monitoring_rules as rules  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.module_utils.monitoring import config  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.module_utils.monitoring import hosts  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.module_utils.monitoring import rules  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import metrics as watchdog_metrics  # noqa: E402  pylint: disable=wrong-import-position
 
 PAGES = [

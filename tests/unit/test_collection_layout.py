@@ -13,7 +13,12 @@
   use of a filter that plugins/filter exports is spelled sglang.deploy.<name>;
 - every filter plugins/filter exports is used by a YAML or Jinja file outside tests/ (the tests
   call the Python functions, they need no export);
-- no ansible-lint noqa silences an fqcn rule, and .ansible-lint skips none.
+- no ansible-lint noqa silences an fqcn rule, and .ansible-lint skips none;
+- plugins/filter holds thin entries: each file only imports and maps filter names to functions
+  of plugins/module_utils (class FilterModule), and nothing imports a filter file (no filter
+  imports another, nor does any other Python of the collection);
+- plugins/module_utils is packages named after what they hold (each with its __init__.py); a
+  file at its top is one of the few shared helpers of SHARED_UTILS.
 
 This file is left out of the Python scan: it names the loaders it looks for."""
 
@@ -52,6 +57,18 @@ DEAD_PATHS = [
     ("a plugin folder at the root", re.compile(r"(?<![\w./*<>-])(?:%s)/" % _FOLDERS)),
     ("ansible.cfg's module_utils setting", re.compile(r"ansible\.cfg\W{0,3}module_utils")),
 ]
+# the module_utils at the top of plugins/module_utils, shared by several packages; every other
+# file lives in the package of its concern (flags/, verify/, quality/, sweep/, gpu/, ...)
+SHARED_UTILS = {
+    "local_fact.py": "a module's local fact, written in its own round trip (gpu_admit, gpu_host)",
+    "sglang_files.py": "atomic file writes, the one way every module writes a file",
+    "sglang_http.py": "the one HTTP client (server wait, gateway, verification, watchdog)",
+    "sglang_input_guard.py": "the guards every value turned into a unit, argv, ruleset or path passes",
+    "sglang_prometheus.py": "the one reader of Prometheus' text format (verification, gateway, watchdog)",
+    "sglang_secrets.py": "secret flag values out of shown text (server wait, sweep record)",
+    "sglang_start_log.py": "the server's start log: written by the server wait, read by the verification",
+}
+FILTER_PACKAGE = "ansible_collections.sglang.deploy.plugins.filter"
 PLAY_TASK_LISTS = ("pre_tasks", "tasks", "post_tasks", "handlers")
 BLOCK_LISTS = ("block", "rescue", "always")
 # a filter applied with a pipe (`x | name`, `x|name(...)`) or handed to map (`map('name')`)
@@ -214,7 +231,8 @@ def tracked_texts():
 def dead_paths(text):
     """(line, what, the words) for each place this text points at a plugin folder that is gone,
     or imports a module_utils of the collection as ansible.module_utils.<name>."""
-    utils = sorted(p.stem for p in (ROOT / "plugins" / "module_utils").glob("*.py") if p.stem != "__init__")
+    utils = sorted({p.stem for p in (ROOT / "plugins" / "module_utils").glob("*.py") if p.stem != "__init__"}
+                   | {p.name for p in (ROOT / "plugins" / "module_utils").iterdir() if p.is_dir() and p.name != "__pycache__"})
     old_import = re.compile(r"\bansible\.module_utils\.(?:%s)\b" % "|".join(map(re.escape, utils)))
     checks = DEAD_PATHS + [("ansible.module_utils.<name> for plugins/module_utils/<name>.py", old_import)]
     for number, line in enumerate(text.splitlines(), 1):
@@ -309,3 +327,91 @@ def test_no_noqa_silences_an_fqcn_rule():
 ])
 def test_the_scan_finds_each_loader(source, expected):
     assert list(by_path_loads(source)) == expected
+
+
+def filter_imports(source):
+    """(line, module) for each import of a filter file of the collection in this Python source."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module] + ["%s.%s" % (node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            if module.startswith(FILTER_PACKAGE + "."):
+                yield node.lineno, module
+                break
+
+
+def not_thin(source):
+    """(line, what) for each top-level statement of a filter file that is neither its docstring,
+    an import, nor a class FilterModule whose filters() returns a dict of names."""
+    tree = ast.parse(source)
+    for index, node in enumerate(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.ClassDef) and node.name == "FilterModule":
+            methods = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+            if (len(methods) == 1 and isinstance(methods[0], ast.FunctionDef) and methods[0].name == "filters"
+                    and len(methods[0].body) == 1 and isinstance(methods[0].body[0], ast.Return)
+                    and isinstance(methods[0].body[0].value, ast.Dict)):
+                continue
+        yield node.lineno, type(node).__name__ + (" " + node.name if hasattr(node, "name") else "")
+
+
+def test_no_python_of_the_collection_imports_a_filter():
+    found = ["%s:%d imports %s" % (rel(path), line, module)
+             for path in repo_files(["plugins", "roles", "scripts"], (".py",))
+             for line, module in filter_imports(path.read_text(encoding="utf-8"))]
+    assert not found, ("a filter file is an entry for Ansible, not a library: import the function from "
+                       "plugins/module_utils where it lives: %s" % found)
+
+
+def test_every_filter_file_is_a_thin_entry():
+    found = ["%s:%d: %s" % (rel(path), line, what)
+             for path in sorted((ROOT / "plugins" / "filter").glob("*.py"))
+             for line, what in not_thin(path.read_text(encoding="utf-8"))]
+    assert not found, ("plugins/filter maps filter names to functions of plugins/module_utils "
+                       "(class FilterModule) and holds no code of its own; move it to module_utils: %s" % found)
+
+
+def test_module_utils_is_packages_by_concern():
+    top = ROOT / "plugins" / "module_utils"
+    loose = sorted(p.name for p in top.glob("*.py") if p.name not in SHARED_UTILS)
+    assert not loose, ("put these in the package of their concern under plugins/module_utils/ "
+                       "(or, for a helper several packages share, in SHARED_UTILS with its reason): %s" % loose)
+    assert not sorted(set(SHARED_UTILS) - {p.name for p in top.glob("*.py")}), "SHARED_UTILS names a file that is gone"
+    packages = [p for p in top.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert packages, "plugins/module_utils holds no package"
+    without = sorted(p.name for p in packages if not (p / "__init__.py").is_file())
+    assert not without, "a package of plugins/module_utils without its __init__.py: %s" % without
+    nested = sorted(rel(p) for package in packages for p in package.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert not nested, "one level of packages under plugins/module_utils: %s" % nested
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ansible_collections.sglang.deploy.plugins.filter import filters as F\n",
+     [(1, "ansible_collections.sglang.deploy.plugins.filter.filters")]),
+    ("import x\nfrom ansible_collections.sglang.deploy.plugins.filter.filters import FilterModule\n",
+     [(2, "ansible_collections.sglang.deploy.plugins.filter.filters")]),
+    ("import ansible_collections.sglang.deploy.plugins.filter.sweep as S\n",
+     [(1, "ansible_collections.sglang.deploy.plugins.filter.sweep")]),
+    ("from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules\n", []),
+    ("from ansible.plugins.filter.core import FilterModule\n", []),
+])
+def test_the_filter_import_scan_finds_each_form(source, expected):
+    assert list(filter_imports(source)) == expected
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('"""Doc."""\nfrom a import b\n\n\nclass FilterModule:\n    def filters(self):\n        return {"x": b.x}\n', []),
+    ('"""Doc."""\nimport re\n\n\ndef x(v):\n    return v\n\n\nclass FilterModule:\n'
+     '    def filters(self):\n        return {"x": x}\n', [(5, "FunctionDef x")]),
+    ('X = 1\n', [(1, "Assign")]),
+    ('class FilterModule:\n    def filters(self):\n        y = 1\n        return {"x": y}\n', [(1, "ClassDef FilterModule")]),
+])
+def test_the_thin_filter_scan_finds_code(source, expected):
+    assert list(not_thin(source)) == expected

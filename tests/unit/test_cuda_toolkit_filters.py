@@ -1,4 +1,4 @@
-"""Unit tests of plugins/filter/cuda_toolkit.py."""
+"""Unit tests of plugins/module_utils/gpu/cuda_toolkit.py."""
 
 import os
 
@@ -6,7 +6,8 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from ansible_collections.sglang.deploy.plugins.filter import cuda_toolkit as ct  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.filter.filters import FilterModule  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import cuda_toolkit as ct  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "gpu-host", "h200-1gpu-ubuntu2404")
@@ -88,6 +89,6 @@ def test_bad_driver_string():
 
 
 def test_filters_registered():
-    names = set(ct.FilterModule().filters())
+    names = {name for name in FilterModule().filters() if name.startswith("cuda_toolkit_")}
     assert names == {"cuda_toolkit_repo_distro", "cuda_toolkit_nvcc_version",
                      "cuda_toolkit_config_errors", "cuda_toolkit_driver_problem"}

@@ -1,6 +1,6 @@
 """The committed flag catalogs (roles/sglang_flags/files/catalogs/, written by scripts/flag_catalog.py
 from the sglang wheels of 0.5.17 to 0.5.23) and what the lint makes of a flag name with them
-(sglang_flags_catalog.py): removed flags with their replacement, flags too new for the declared
+(flags/catalog.py): removed flags with their replacement, flags too new for the declared
 version, deprecated spellings, ambiguous prefixes, three-state flags. Each case is a fact of the
 version history that docs/sglang-versions.md describes."""
 
@@ -22,9 +22,9 @@ VERSIONS = ["0.5.17", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 
 
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_version as V
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import version as V
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     VARS = yaml.safe_load(fh)
 REMOVED = VARS["sglang_flags_removed_flags"]

@@ -3,7 +3,7 @@
 not the inventory's ``sglang_server_args`` as written. A consumer of the raw mapping sees
 ``{"--port": 31000}`` as no port at all while the unit says ``--port 31000`` (the firewall filtered
 30000, the monitoring scraped 30000). This test reads the code of every role (defaults, vars,
-tasks, handlers, templates, filter plugins), the playbooks and the top-level templates, and fails
+tasks, handlers, templates, the filters and module_utils), the playbooks and the top-level templates, and fails
 when a place not listed in ALLOWED reads ``sglang_server_args``: in a Jinja expression, a
 conditional, or a Python string that names the variable."""
 
@@ -27,15 +27,17 @@ ALLOWED = {
     "roles/sglang_flags/defaults/main.yml":
         "sglang_flags_server_args: the input checks judge the flags as written, so that a name the "
         "model refuses (or two spellings of one flag) is a finding of the lint, not a crash",
-    "plugins/filter/sglang_flags_inputs.py":
+    "plugins/module_utils/flags/inputs.py":
         "names the variable in its findings on the flags as written",
-    "plugins/filter/sglang_flags_rules.py":
+    "plugins/module_utils/flags/rules.py":
         "names the variable in its findings",
     "roles/sglang_server/tasks/render.yml":
         "sglang_server's own render: asserts the mapping before rendering sglang_server_flags (default sglang_flags_normalized)",
-    "plugins/filter/sglang_monitoring_hosts.py":
+    "plugins/module_utils/monitoring/hosts.py":
         "only other hosts' variables are at hand (playbooks/monitoring.yml): sglang_flags_normalized "
         "where the host has it, else its sglang_server_args through the model's normalize_args",
+    "plugins/module_utils/sweep/render.py":
+        "writes the key of the inventory snippet it renders for the best candidate; reads nothing",
 }
 
 
@@ -65,6 +67,7 @@ def readers():
     """{relative path: number of reads} for every file that reads sglang_server_args."""
     patterns = ["roles/*/defaults/*.yml", "roles/*/vars/*.yml", "roles/*/tasks/*.yml",
                 "roles/*/handlers/*.yml", "roles/*/templates/*", "plugins/filter/*.py",
+                "plugins/module_utils/*.py", "plugins/module_utils/*/*.py",
                 "playbooks/*.yml", "deploy.yml", "templates/*.j2"]
     found = {}
     for pattern in patterns:
@@ -98,7 +101,7 @@ def test_every_allowed_place_still_reads_it():
 
 
 def test_the_monitoring_normalises_with_the_model():
-    with open(os.path.join(ROOT, "plugins/filter/sglang_monitoring_hosts.py"),
+    with open(os.path.join(ROOT, "plugins/module_utils/monitoring/hosts.py"),
               encoding="utf-8") as fh:
         assert 'MODEL.normalize_args(_var(hv, "sglang_server_args"))' in fh.read()
 

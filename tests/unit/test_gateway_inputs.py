@@ -1,9 +1,9 @@
-"""The gateway's inputs (plugins/filter/sglang_gateway_inputs.py, run by roles/sglang_gateway
+"""The gateway's inputs (plugins/module_utils/gateway/inputs.py, run by roles/sglang_gateway
 tasks/check.yml before anything is written) and its launcher's key refusal
 (roles/sglang_gateway/files/smg_launcher.py): the issue's inputs and the classes they stand for."""
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_gateway_inputs as GW
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway import inputs as GW
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as GUARD
 
 DEFAULTS = {"sglang_gateway_service": "smg", "sglang_gateway_venv": "/opt/smg", "sglang_gateway_config_dir": "/etc/smg",

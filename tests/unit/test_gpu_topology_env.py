@@ -1,10 +1,11 @@
 """Whether a host's server gets CUDA_VISIBLE_DEVICES in the grouped order
 (plugins/module_utils/gpu/topology_env.py, the filter gpu_topology_env of
-plugins/filter/gpu_topology_groups.py), on the gpu_host fixtures (tests/fixtures/gpu-host/)."""
+plugins/module_utils/gpu/topology_env.py), on the gpu_host fixtures (tests/fixtures/gpu-host/)."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sglang.deploy.plugins.filter import gpu_topology_groups as gfilter
+from ansible_collections.sglang.deploy.plugins.filter.filters import FilterModule
+from ansible_collections.sglang.deploy.plugins.module_utils.gpu import topology_env as gfilter
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu.topology_env import gpu_order
 from test_gpu_topology_groups import H200, INTERLEAVED, NVL, RTX, facts
 
@@ -88,8 +89,9 @@ def test_refused_flag_names_do_not_crash_the_environment():
 
 
 def test_filter_is_exported_and_checks_its_input():
-    assert gfilter.FilterModule().filters() == {"gpu_topology_env": gfilter.gpu_topology_env,
-                                                "gpu_topology_candidate_env": gfilter.gpu_topology_candidate_env}
+    published = FilterModule().filters()
+    assert published["gpu_topology_env"] is gfilter.gpu_topology_env
+    assert published["gpu_topology_candidate_env"] is gfilter.gpu_topology_candidate_env
     assert gfilter.gpu_topology_env(INTERLEAVED, flags(tp_size=4, dp_size=2))["env"] == {
         "CUDA_VISIBLE_DEVICES": "0,2,4,6,1,3,5,7"}
     assert gfilter.gpu_topology_env(None, None)["env"] == {}

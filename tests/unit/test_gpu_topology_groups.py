@@ -1,12 +1,12 @@
 """GPU grouping for data-parallel replicas (plugins/module_utils/gpu/topology_groups.py and the
-filter plugins/filter/gpu_topology_groups.py), on the gpu_host fixtures parsed by the gpu_host
+filter plugins/module_utils/gpu/topology_env.py), on the gpu_host fixtures parsed by the gpu_host
 parsers (tests/fixtures/gpu-host/)."""
 
 import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sglang.deploy.plugins.filter import gpu_topology_groups as gfilter
+from ansible_collections.sglang.deploy.plugins.filter.filters import FilterModule
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_interconnect as interconnect
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu import host_nvidia as nvidia
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu import topology_groups as groups
@@ -179,10 +179,10 @@ def test_bad_sizes_and_missing_matrix():
 
 
 def test_filter_wraps_the_module():
-    flt = gfilter.gpu_topology_groups
+    flt = groups.gpu_topology_groups
     # no role calls it (tests/unit/test_collection_layout.py refuses an unused filter): the roles
     # reach the grouping through gpu_topology_env (test_gpu_topology_env.py)
-    assert "gpu_topology_groups" not in gfilter.FilterModule().filters()
+    assert "gpu_topology_groups" not in FilterModule().filters()
     assert flt(RTX, tp=4, dp=2)["cuda_visible_devices"] == "0,1,2,3,4,5,6,7"
     with pytest.raises(AnsibleFilterError, match="needs 2 GPUs"):
         flt(H200, tp=1, dp=2)

@@ -1,19 +1,19 @@
 """Every input of the guards' table (docs/security.md, "Who refuses what") and the classes they
 stand for, through both doors: the lint (refused, naming host, variable, rule and fix) and the
-server's render path with the lint skipped (plugins/filter/sglang_server_guard.py, the flag
+server's render path with the lint skipped (plugins/module_utils/flags/server_guard.py, the flag
 model's argv, the environment file: refused, so nothing is rendered). The shared guards
 themselves: plugins/module_utils/sglang_input_guard.py."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sglang.deploy.plugins.filter import sglang_firewall as FW
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as RENDER
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_exposure as X
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as REPORT
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sandbox as S
-from ansible_collections.sglang.deploy.plugins.filter import sglang_server_guard as G
+from ansible_collections.sglang.deploy.plugins.module_utils.firewall import sources as FW
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import render as RENDER
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import exposure as X
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report as REPORT
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import sandbox as S
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import server_guard as G
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as GUARD
 
 HOST = "gpu-node-03.example.invalid"

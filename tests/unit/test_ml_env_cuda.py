@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.sglang.deploy.plugins.filter.ml_env import ml_env_cuda_runtime_check
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.lock import ml_env_cuda_runtime_check
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu.host_nvidia import parse_cuda_driver_version
 from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.cuda import cuda_of, driver_cuda, runtime_needs
 

@@ -4,7 +4,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sglang.deploy.plugins.filter.ml_env import ml_env_lock_requirements  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.lock import ml_env_lock_requirements  # noqa: E402
 
 
 def entry(name, version, sha=None, url=None, hash_field=None):

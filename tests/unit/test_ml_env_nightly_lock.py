@@ -14,7 +14,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from ansible_collections.sglang.deploy.plugins.modules import ml_env_nightly_lock as m  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.sglang.deploy.plugins.filter.ml_env import ml_env_lock_requirements  # noqa: E402
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.lock import ml_env_lock_requirements  # noqa: E402
 
 
 def params(tmp_path, **kw):

@@ -1,4 +1,4 @@
-"""The offline check of the model settings (plugins/filter/model_files_lint.py, run
+"""The offline check of the model settings (plugins/module_utils/model_files/lint.py, run
 by roles/model_files/tasks/lint.yml in playbooks/lint.yml): a Hub source needs a pinned commit sha,
 and the server's model-path must be the revision's directory."""
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 import yaml
-from ansible_collections.sglang.deploy.plugins.filter.model_files_lint import model_files_lint_findings
+from ansible_collections.sglang.deploy.plugins.module_utils.model_files.lint import model_files_lint_findings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SHA = "0123456789abcdef0123456789abcdef01234567"

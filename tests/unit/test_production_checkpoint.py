@@ -8,7 +8,7 @@ import os
 import pytest
 import yaml
 from sglang_flags_rules_support import ROOT, check
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_checkpoint as K
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import checkpoint as K
 
 BLACKWELL = os.path.join(ROOT, "inventories", "production", "group_vars", "blackwell")
 

@@ -1,4 +1,4 @@
-"""plugins/filter/sglang_firewall.py: which sources the SGLang port admits
+"""plugins/module_utils/firewall/sources.py: which sources the SGLang port admits
 (allow list, gateway hosts, monitoring hosts, controller), how they become the ruleset's two sets,
 and the lint that refuses a wildcard bind without the firewall."""
 
@@ -8,8 +8,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_firewall as f
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags
+from ansible_collections.sglang.deploy.plugins.module_utils.firewall import sources as f
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import render as sglang_flags
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_firewall")
 

@@ -1,4 +1,4 @@
-"""The host rule host-quantization-mismatch (plugins/filter/sglang_flags_checkpoint.py): before a
+"""The host rule host-quantization-mismatch (plugins/module_utils/flags/checkpoint.py): before a
 restart, tasks/host_validate.yml reads the checkpoint's config.json and hf_quant_config.json at the
 argv's --model-path and refuses a --quantization flag that does not match what they declare.
 The files are the fixtures of tests/fixtures/flags/quant, passed as the slurp loop returns them."""
@@ -9,8 +9,8 @@ import os
 import pytest
 import yaml
 from sglang_flags_rules_support import ROLE, ROOT, RULES
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_checkpoint as K
-from ansible_collections.sglang.deploy.plugins.filter.sglang_flags_report import sglang_flags_format
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import checkpoint as K
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.report import sglang_flags_format
 
 QUANT = os.path.join(ROOT, "tests", "fixtures", "flags", "quant")
 HOST = "gpu-node-02.example.invalid"

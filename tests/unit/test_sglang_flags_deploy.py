@@ -1,5 +1,5 @@
 """The deploy-scope rules of roles/sglang_flags/vars/main.yml, judged by
-plugins/filter/sglang_flags_deploy.py on the host's ml_env spec and gateway settings: each one
+plugins/module_utils/flags/deploy.py on the host's ml_env spec and gateway settings: each one
 fires, has a near miss, and the shipped inventories pass."""
 
 import os
@@ -9,7 +9,7 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_flags")
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_deploy as D  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import deploy as D  # noqa: E402  pylint: disable=wrong-import-position
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     RULES = yaml.safe_load(fh)["sglang_flags_rules"]
 DEPLOY_IDS = {r["id"] for r in RULES if r.get("scope") == "deploy"}

@@ -1,4 +1,4 @@
-"""The evaluator of the rules table (plugins/filter/sglang_flags_rules.py):
+"""The evaluator of the rules table (plugins/module_utils/flags/rules.py):
 it rejects malformed tables, warns on unknown versions, SM, GPU counts and packages instead of
 passing, turns waivers into visible warnings, names the variable of a bad input, takes extra site
 rules and exports the host rules for files/sglang_preflight.py."""
@@ -6,7 +6,7 @@ rules and exports the host rules for files/sglang_preflight.py."""
 import copy
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as F
 from ansible.errors import AnsibleFilterError
 from sglang_flags_rules_support import HOST_RULE_IDS, MINIMAL, RULES, TUNED_ARGS, TUNED_ENV, by_rule, check, errors
 

@@ -1,11 +1,11 @@
 """A server reachable beyond loopback needs an API key
-(plugins/filter/sglang_flags_exposure.py): without sglang_server_api_key a
+(plugins/module_utils/flags/exposure.py): without sglang_server_api_key a
 bind other than loopback is a lint error naming the variable and the fix, a warning naming the
 risk when sglang_server_allow_no_api_key gives the reason, and nothing for loopback."""
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_exposure as X
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as REPORT
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import exposure as X
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report as REPORT
 
 HOST = "gpu-node-01.example.invalid"
 

@@ -1,19 +1,19 @@
-"""The filters beside the rules evaluator in plugins/filter/ that the evaluation
-and the lint use: sglang_flags_report.py (report lines), sglang_flags_specs.py (argument specs),
-sglang_flags_env.py (task environment), sglang_flags_version.py, sglang_flags_sm.py and
-sglang_flags_requirements.py (versions, SM, package spec), and the folder's filter names."""
+"""The code beside the rules evaluator in plugins/module_utils/flags/ that the evaluation
+and the lint use: flags/report.py (report lines), flags/specs.py (argument specs),
+flags/env.py (task environment), flags/version.py, flags/sm.py and
+flags/requirements.py (versions, SM, package spec), and the folder's filter names."""
 
 import importlib
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_env
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_requirements
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sm
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_specs
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_version
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import env as sglang_flags_env
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report as sglang_flags_report
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import requirements as sglang_flags_requirements
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import sm as sglang_flags_sm
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import specs as sglang_flags_specs
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import version as sglang_flags_version
 import yaml
 from sglang_flags_rules_support import MINIMAL, ROLE, ROOT, check
 
@@ -193,5 +193,5 @@ def test_every_filter_of_the_collection_is_published_once():
         for filter_name in module.FilterModule().filters():
             assert filter_name not in owners, f"{filter_name}: {owners.get(filter_name)} and {name}"
             owners[filter_name] = name
-    assert owners["sglang_flags_check"] == "sglang_flags_rules.py"
-    assert owners["sglang_flags_report"] == "sglang_flags_report.py"
+    assert owners["sglang_flags_check"] == "filters.py"
+    assert owners["sglang_monitoring_hosts"] == "filters.py"

@@ -7,8 +7,8 @@ without SGLANG_CPU_OMP_THREADS_BIND never answered; with "0|1" both replicas ser
 from types import SimpleNamespace
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as report
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as F
 from sglang_flags_rules_support import RULES
 from test_sglang_flags_host_gpu_count import LAYOUT_SOURCE, preflight
 

@@ -6,8 +6,8 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as report
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as F
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import parallel_layout as layout
 from sglang_flags_rules_support import MINIMAL, ROLE, ROOT, RULES, by_rule, check
 

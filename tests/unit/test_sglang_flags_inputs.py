@@ -1,5 +1,5 @@
-"""Unit tests of the offline input checks (plugins/filter/sglang_flags_inputs.py),
-the flag catalog (sglang_flags_catalog.py, files/catalogs/) and scripts/flag_catalog.py.
+"""Unit tests of the offline input checks (plugins/module_utils/flags/inputs.py),
+the flag catalog (flags/catalog.py, files/catalogs/) and scripts/flag_catalog.py.
 
 Every bad input is judged the way tasks/evaluate.yml judges it (input checks, then the rules on the
 flags as argparse reads them) and must come out as an error line of the lint report that names the
@@ -22,10 +22,10 @@ HOST = "gpu-node-02.example.invalid"
 
 
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as R
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as REPORT
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as R
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report as REPORT
 with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as fh:
     RULES = yaml.safe_load(fh)["sglang_flags_rules"]
 

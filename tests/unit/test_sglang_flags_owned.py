@@ -1,13 +1,13 @@
-"""What the deploy owns, judged offline (plugins/filter/sglang_flags_owned.py,
+"""What the deploy owns, judged offline (plugins/module_utils/flags/owned.py,
 through sglang_flags_inputs.unit_input_findings): no unit name of the system's, no system
 directory as a working, configuration or model directory (after normalising the path), a model
 revision that names one directory. Each comes out as an error line of the lint report naming the
 host, the variable, the rule and the fix."""
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_owned as O
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as REPORT
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import owned as O
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report as REPORT
 
 HOST = "gpu-node-02.example.invalid"
 
@@ -42,7 +42,7 @@ def test_the_deploys_own_unit_names_pass(name):
 
 
 def test_the_firewall_unit_name_goes_through_the_same_check():
-    from ansible_collections.sglang.deploy.plugins.filter import sglang_firewall
+    from ansible_collections.sglang.deploy.plugins.module_utils.firewall import sources as sglang_firewall
     found = sglang_firewall.sglang_firewall_findings({}, unit={"sglang_firewall_service_name": "nftables"})
     assert any("[input-unit-reserved]" in f["msg"] for f in found), found
 

@@ -1,13 +1,15 @@
-"""Unit tests of the flag renderer, plugins/filter/sglang_flags.py."""
+"""Unit tests of the flag renderer, plugins/module_utils/flags/render.py."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags as R
+from ansible_collections.sglang.deploy.plugins.filter.filters import FilterModule
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import render as R
 
 
 def test_filter_names_are_public():
-    assert set(R.FilterModule().filters()) == {
+    published = FilterModule().filters()
+    assert {name for name, function in published.items() if getattr(R, name, None) is function} == {
         "sglang_normalize_args", "sglang_argv", "sglang_exec_lines", "sglang_env_lines", "systemd_quote",
     }
 

@@ -1,5 +1,5 @@
 """The rules table (roles/sglang_flags/vars/main.yml) as evaluated by
-plugins/filter/sglang_flags_rules.py: every offline rule fires and has a near
+plugins/module_utils/flags/rules.py: every offline rule fires and has a near
 miss, the host rules are the ones files/sglang_preflight.py implements, and the hand-tuned command
 of the production profile is rejected on 0.5.23 while the corrected one and the profile pass.
 The evaluator's own behaviour is in test_sglang_flags_evaluator.py, the filters beside it in
@@ -8,7 +8,7 @@ test_sglang_flags_filters.py."""
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as F
 import yaml
 from sglang_flags_rules_support import (HOST_RULE_IDS, MINIMAL, ROLE, ROOT, RULES, TUNED_ARGS, TUNED_ENV, by_rule,
                                         check, errors)
@@ -172,7 +172,7 @@ def test_host_rules_are_the_ones_the_script_implements():
                              "host-tp-exceeds-gpu-count", "host-quantization-mismatch",
                              "host-trtllm-mha-fp8-kv-checkpoint", "host-cpu-ranks-exceed-numa-nodes",
                              "host-cpu-omp-bind-groups"}
-    # the checkpoint's two are plugins/filter/sglang_flags_checkpoint.py's (test_sglang_flags_checkpoint.py)
+    # the checkpoint's two are plugins/module_utils/flags/checkpoint.py's (test_sglang_flags_checkpoint.py)
     for rid in HOST_RULE_IDS - {"host-quantization-mismatch", "host-trtllm-mha-fp8-kv-checkpoint"}:
         assert f'"{rid}"' in script
     # and the offline check never evaluates them

@@ -3,7 +3,7 @@ a host (input checks and catalog of the declared version, then the rules table; 
 ``lint`` helper of sglang_flags_rules_support.py), on every SGLang version that has a catalog."""
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter.sglang_flags_report import sglang_flags_report
+from ansible_collections.sglang.deploy.plugins.module_utils.flags.report import sglang_flags_report
 from sglang_flags_rules_support import MINIMAL, by_rule, check, errors, lint
 
 VERSIONS = ["0.5.17", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]

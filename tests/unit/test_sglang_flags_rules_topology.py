@@ -8,8 +8,8 @@ import os
 
 import pytest
 import yaml
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_gpus as G
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_memory as M
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import gpus as G
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import memory as M
 from sglang_flags_rules_support import MINIMAL, ROOT, by_rule, check, errors
 
 BLACKWELL_DIR = os.path.join(ROOT, "inventories", "production", "group_vars", "blackwell")

@@ -1,5 +1,5 @@
 """Sandbox weakenings are lint errors unless named deliberately
-(plugins/filter/sglang_flags_sandbox.py): each setting that loosens the
+(plugins/module_utils/flags/sandbox.py): each setting that loosens the
 hardened unit of roles/sglang_server is an error naming the setting and the fix; named with a
 reason in sglang_server_allow_weaker_sandbox it is a warning with that reason, and it is in
 sglang_flags_sandbox_weakenings (the verification report's list). A world-writable umask is
@@ -8,8 +8,8 @@ refused whatever the override says."""
 from pathlib import Path
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_report as REPORT
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_sandbox as S
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import report as REPORT
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import sandbox as S
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The values of sglang_server_args are values (plugins/filter/sglang_flags_inputs.py):
+"""The values of sglang_server_args are values (plugins/module_utils/flags/inputs.py):
 an item that starts with '-' would be read by SGLang's argparse as a flag of its own (argv gives every
 list item its own token, sglang_exec_lines its own ExecStart line), so it is refused unless it is a
 number; and the flags the role never takes from the inventory (the keys, --config) are refused by the

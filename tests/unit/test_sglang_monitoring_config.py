@@ -1,4 +1,4 @@
-"""plugins/filter/sglang_monitoring_config.py: scrape jobs and labels for
+"""plugins/module_utils/monitoring/config.py: scrape jobs and labels for
 the SGLang hosts, the gateway hosts (smg), node and DCGM exporters; promtool accepts the result."""
 
 import pytest

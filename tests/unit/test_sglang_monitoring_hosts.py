@@ -1,4 +1,4 @@
-"""plugins/filter/sglang_monitoring_hosts.py: each SGLang host's address,
+"""plugins/module_utils/monitoring/hosts.py: each SGLang host's address,
 labels and alert thresholds from its own variables; the flag hash is sglang_verify's."""
 
 import os

@@ -1,12 +1,12 @@
 """The rollout's batches (plugins/module_utils/rollout/batches.py): Ansible's serial
 semantics, the floor of healthy workers, the refusal and the check before each batch; the
-filters that deploy.yml's rollout uses (plugins/filter/sglang_rollout.py)."""
+filters that deploy.yml's rollout uses (plugins/module_utils/rollout/urls.py)."""
 
 import pytest
 
 from ansible.utils.helpers import pct_to_int
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_rollout as F
+from ansible_collections.sglang.deploy.plugins.module_utils.rollout import urls as F
 from ansible_collections.sglang.deploy.plugins.module_utils.rollout import batches as B
 
 

@@ -16,9 +16,9 @@ FLAGS = os.path.join(ROOT, "roles", "sglang_flags")
 
 
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as INPUTS
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as CATALOG
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as RULES_F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as INPUTS
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as CATALOG
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as RULES_F
 
 
 def _yaml(*parts):

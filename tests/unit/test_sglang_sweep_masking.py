@@ -3,14 +3,14 @@ modules' whole results, their arguments (invocation.module_args) included, the l
 ("Invoked with ...") and a failure of the argument check. The secret strings travel alone in the
 no_log option `secrets` (the sglang_sweep_secrets filter); the modules mask what they find
 themselves too; a port or a path is never masked (plugins/module_utils/sweep/redact.py,
-plan_secrets; plugins/filter/sglang_sweep_secrets.py)."""
+plan_secrets; plugins/module_utils/sweep/redact.py)."""
 
 import json
 
 import pytest
 from ansible.module_utils import basic
 
-from ansible_collections.sglang.deploy.plugins.filter.sglang_sweep_secrets import sweep_secrets
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep.redact import sweep_secrets
 from ansible_collections.sglang.deploy.plugins.module_utils.sweep import redact as R
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_plan, sglang_sweep_record
 

@@ -1,11 +1,11 @@
 """The sweep's all-reduce axis ordered by the canary's admission
-(plugins/filter/sglang_sweep_order.py): the lowest measured small-message
+(plugins/module_utils/sweep/order.py): the lowest measured small-message
 latency first, never a value skipped, the sweep file's order when nothing was measured; and the
 Blackwell sweep file's declaration of which implementation each value runs."""
 
 import os
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_sweep_order as order
+from ansible_collections.sglang.deploy.plugins.module_utils.sweep import order
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

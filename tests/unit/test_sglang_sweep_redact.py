@@ -8,7 +8,7 @@ import json
 import os
 
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_plan
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_record
 from ansible_collections.sglang.deploy.plugins.modules import sglang_sweep_report

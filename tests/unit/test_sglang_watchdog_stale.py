@@ -1,4 +1,4 @@
-"""plugins/filter/sglang_watchdog.py: which of the watchdog's files differ from what this version
+"""plugins/module_utils/watchdog/install.py: which of the watchdog's files differ from what this version
 installs, judged on ansible.builtin.find's real output (run here on a temporary tree)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sglang.deploy.plugins.filter.sglang_watchdog import sglang_watchdog_stale
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog.install import sglang_watchdog_stale
 
 ME = os.getuid()
 

@@ -12,8 +12,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_catalog as C
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as C
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
 from ansible_collections.sglang.deploy.plugins.module_utils.sweep import objective
 from ansible_collections.sglang.deploy.plugins.module_utils.sweep import plan
 from sglang_flags_rules_support import RULES, ROOT, by_rule, check

@@ -1,7 +1,7 @@
 """Every variable a unit file is made of goes through the offline input checks: the templates'
 variables (parsed with Jinja2) are each a checked input (UNIT_INPUTS of
-plugins/filter/sglang_flags_inputs.py for the server's unit and environment
-file, of plugins/filter/sglang_firewall.py for the firewall's unit and
+plugins/module_utils/flags/inputs.py for the server's unit and environment
+file, of plugins/module_utils/firewall/sources.py for the firewall's unit and
 ruleset) or derived from checked ones (UNIT_DERIVED, each saying from what); the lint passes every
 checked input (tasks/evaluate.yml, roles/sglang_firewall/tasks/lint.yml); and each checked input
 refuses a value with a line break. A variable added to a template fails here until it is one or
@@ -12,8 +12,8 @@ from pathlib import Path
 import jinja2
 import jinja2.nodes
 import pytest
-from ansible_collections.sglang.deploy.plugins.filter import sglang_firewall as F
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_inputs as I
+from ansible_collections.sglang.deploy.plugins.module_utils.firewall import sources as F
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]

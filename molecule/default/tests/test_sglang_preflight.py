@@ -14,7 +14,7 @@ import time
 
 import pytest
 import yaml
-from ansible_collections.sglang.deploy.plugins.filter import sglang_flags_rules as rules_filter
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as rules_filter
 
 testinfra_hosts = ["molecule-sglang-1"]
 HOST = "molecule-sglang-1"

@@ -4,7 +4,7 @@
 """The parallel layout of an SGLang flag set, and how many GPUs one host must hold for it.
 
 The one owner of that count: the offline rule ``tp-exceeds-gpu-count`` (through
-plugins/filter/sglang_flags_gpus.py) and the on-host rule ``host-tp-exceeds-gpu-count``
+plugins/module_utils/flags/gpus.py) and the on-host rule ``host-tp-exceeds-gpu-count``
 (roles/sglang_flags/files/sglang_preflight.py, which receives this file's text from
 roles/sglang_flags/tasks/host_validate.yml and runs it in the server's interpreter) both call
 ``gpus_needed`` and ``layout_text``. So it imports the standard library only.

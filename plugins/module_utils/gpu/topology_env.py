@@ -10,9 +10,12 @@ host's GPU count); gpu_host gathered the GPUs and their topology; the flags fit 
 (the rule tp-exceeds-gpu-count refuses them otherwise); one node (no --nnodes); and the
 inventory does not set CUDA_VISIBLE_DEVICES itself (sglang_server_env wins: it is kept and
 the grouping is only reported). The layout is counted by flags/parallel_layout.py, the flags
-read through the flag model (flags/model.py). Plain functions, no Ansible; the filter
-gpu_topology_env (plugins/filter/gpu_topology_groups.py) wraps ``gpu_order``.
+read through the flag model (flags/model.py). Plain functions; the filters gpu_topology_env and
+gpu_topology_candidate_env (plugins/filter/filters.py) are the two at the end, which check their
+input and call ``gpu_order`` and ``candidate_env``.
 """
+
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu.topology_groups import (
     GroupingError, plan_groups_from_facts)
@@ -95,3 +98,21 @@ def candidate_env(facts, flags, env, pinned=False):
     result = gpu_order(facts, flags, env)
     result["env"] = dict(env, **result["env"])
     return result
+
+
+def gpu_topology_env(facts, flags, env=None):
+    """The filter gpu_topology_env (roles/sglang_flags: defaults/main.yml, the server's environment;
+    tasks/model.yml, the report): ``gpu_order`` of the host's gpu_host_facts and flags."""
+    if flags is not None and not isinstance(flags, dict):
+        raise AnsibleFilterError("gpu_topology_env expects the launch flags (a dict), got %s"
+                                 % type(flags).__name__)
+    return gpu_order(facts, flags, env)
+
+
+def gpu_topology_candidate_env(facts, flags, env, pinned=False):
+    """The filter gpu_topology_candidate_env (roles/sglang_sweep/tasks/candidate.yml): the same for a
+    sweep candidate, the canary's own order dropped unless pinned; its env is the whole environment
+    to launch with."""
+    if not isinstance(flags, dict) or not isinstance(env, dict):
+        raise AnsibleFilterError("gpu_topology_candidate_env expects the candidate's flags and environment (dicts)")
+    return candidate_env(facts, flags, env, bool(pinned))

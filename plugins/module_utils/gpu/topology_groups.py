@@ -19,8 +19,8 @@ DP rank. ``numa_node_arg`` below is that list.
 
 Input: the topology as roles/gpu_host gathers it (gpu_host_facts: gpus[].index,
 interconnect.matrix {"GPU0": {"GPU1": "PIX", ...}}, interconnect.numa_affinity {"GPU0": "0"}).
-Plain functions, no Ansible (tests/unit/test_gpu_topology_groups.py; the filter
-plugins/filter/gpu_topology_groups.py wraps them).
+Plain functions (tests/unit/test_gpu_topology_groups.py); gpu_order of topology_env.py calls
+them for the roles, and gpu_topology_groups at the end raises their errors as filter errors.
 
 Choice, best first: the groups' worst links, sorted from the worst group down, as low as they go
 in the order NV#, PIX, PXB, PHB, NODE, SYS (a PCIe pair on two different NUMA nodes counts as
@@ -31,6 +31,8 @@ Exhaustive search with pruning, so the answer is the best one and never depends 
 """
 
 from itertools import combinations
+
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu.host_interconnect import PATH_RANK
 
@@ -301,3 +303,18 @@ def plan_groups_from_facts(facts, tp, pp=1, dp=1):
     """plan_groups over gpu_host_facts (roles/gpu_host)."""
     gpus, numa, links = topology_from_facts(facts)
     return plan_groups(gpus, numa, links, tp, pp, dp)
+
+
+def gpu_topology_groups(facts, tp=1, pp=1, dp=1):
+    """plan_groups_from_facts with its errors as filter errors: a dict with groups,
+    cuda_visible_devices (the groups concatenated), numa_node_arg, replicas (gpus, numa_node,
+    worst_link, reason per DP rank), crosses_sockets, cross_socket and unused. Not published as a
+    filter: no role calls it (tests/unit/test_collection_layout.py refuses a filter that no
+    playbook, role or template uses); gpu_topology_env is how the grouping reaches the roles."""
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError("gpu_topology_groups expects gpu_host_facts (a dict), got %s"
+                                 % type(facts).__name__)
+    try:
+        return plan_groups_from_facts(facts, tp, pp, dp)
+    except GroupingError as exc:
+        raise AnsibleFilterError("gpu_topology_groups: %s" % exc)

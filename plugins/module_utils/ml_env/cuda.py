@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The CUDA runtime a generation's wheels need, against the CUDA version of the host's driver.
 
-Plain functions (no Ansible): the filter ``ml_env_cuda_runtime_check`` (plugins/filter/ml_env.py)
+Plain functions (no Ansible): the filter ``ml_env_cuda_runtime_check`` (plugins/module_utils/ml_env/lock.py)
 calls them on the controller with the spec's requirement lines (a lock's ``name==version``
 lines) or pip's install reports, and tests/device/cuda_runtime_reading.py on a GPU machine with
 what torch and the driver say there. Unit tests: tests/unit/test_ml_env_cuda.py.

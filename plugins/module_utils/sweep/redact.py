@@ -7,7 +7,7 @@
 A setting is secret when the flag it sets is one of SECRET_FLAGS
 (plugins/module_utils/flags/model.py) as SGLang's argparse reads it: ``api_key`` and
 ``--api-key`` are ``api-key``, and an abbreviation is the flag it resolves to in the host's
-catalog (``api-k`` -> ``api-key``; plugins/filter/sglang_flags_catalog.py,
+catalog (``api-k`` -> ``api-key``; plugins/module_utils/flags/catalog.py,
 ``resolve``). Without a catalog (or for a name the catalog does not know) any prefix of a secret
 flag counts as secret: a value shown as ``<redacted>`` that was not a secret costs less than the
 other way round. A secret option inside a list value (``lora-paths: [x, --api-key, K]``,
@@ -189,3 +189,12 @@ def plan_secrets(current_args, current_env, base=None, axes=None, candidates=Non
 def candidate_secrets(cand, options=None):
     """The secret values of one candidate as sglang_sweep_plan returned it with reveal."""
     return maskable(hidden_values(cand, redact_candidate(cand, options))) if isinstance(cand, dict) else []
+
+
+def sweep_secrets(original, base=None, axes=None, candidates=None, options=None):
+    """The filter sglang_sweep_secrets (roles/sglang_sweep): plan_secrets of the canary's current
+    configuration ``original`` ({flags, env}, as the plan gets it) and the sweep file's base, axes
+    and candidates, for the ``secrets`` option of sglang_sweep_plan and sglang_sweep_record, whose
+    results and arguments (at -vvv too) Ansible then masks."""
+    original = original or {}
+    return plan_secrets(original.get("flags"), original.get("env"), base, axes, candidates, options)

@@ -39,7 +39,7 @@ DISTS = {"flashinfer": ("flashinfer-python",), "sgl_kernel": ("sglang-kernel", "
 def _release(version):
     """(9, 24, 0, 43) of "9.24.0.43": the release numbers, enough to order wheel versions.
     Not packaging.version: this runs alone with the new generation's python, which need not
-    have packaging installed (the controller's filters use it: sglang_flags_requirements.py)."""
+    have packaging installed (the controller's filters use it: flags/requirements.py)."""
     m = re.match(r"^\s*v?(\d+(?:\.\d+)*)", str(version))
     return tuple(int(x) for x in m.group(1).split(".")) if m else ()
 

@@ -29,7 +29,7 @@ from urllib.parse import quote, quote_plus
 
 REDACTED = "<redacted>"
 # shorter values are not replaced: they would mangle ordinary output (lint refuses keys under 16
-# characters: plugins/filter/sglang_flags_exposure.py)
+# characters: plugins/module_utils/flags/exposure.py)
 MIN_LENGTH = 4
 
 

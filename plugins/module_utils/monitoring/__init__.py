@@ -1,0 +1,1 @@
+"""Prometheus for the fleet: the hosts it scrapes, its configuration and alert rules."""
