@@ -33,7 +33,7 @@ PYTHON = "flashinfer-python"
 PROVIDERS_FROM = (0, 7, 0)
 MISMATCH_IGNORED_FROM = (0, 7, 2)
 # The targets of the x86_64 cu130 jit-cache build (FlashInfer's ci/cuda-versions.json, x86_64_arch_list
-# "7.5 8.0 8.9 9.0a 10.0a 10.3a 12.0f"): the providers a host of that platform can be offered.
+# "7.5 8.0 8.9 9.0a 10.0a 10.3a 12.0f"; PR 4757 dropped 7.5): the providers a host can be offered.
 PUBLISHED = ("sm75", "sm80", "sm89", "sm90a", "sm100a", "sm103a", "sm120f")
 
 _TAG = re.compile(r"^sm(\d{1,2})(\d)([af]?)$")
