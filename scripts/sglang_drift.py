@@ -16,6 +16,9 @@ usage: sglang_drift.py [--sglang X] [--index-url URL ...] [--newest-catalog FILE
    the two catalogs), and the pins that would move.
 4. Names every flag the newest version has retired or deprecated that a tracked file of the
    repository still names, with its replacement (scripts/sglang_drift_mentions.py).
+5. Reads again, in the newest sglang wheel and the flashinfer-python wheel it pins, the source
+   lines the rules rest on (their ``watch``), and names each rule whose fact changed
+   (scripts/sglang_drift_watch.py).
 
 Exit status: 1 when the production profile (inventories/production) has an error with the
 newest version, 2 when the newest version cannot be fetched or read, else 0.
@@ -35,7 +38,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRODUCTION = "production"
 PINNED = ("torch", "flashinfer-python", "sglang-kernel")
-FOLLOWS_FLASHINFER = ("flashinfer-cubin", "flashinfer-jit-cache")
+FOLLOWS_FLASHINFER = ("flashinfer-cubin", "flashinfer-jit-cache")  # and every jit-cache provider
 
 
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
@@ -44,6 +47,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules a
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import deploy as D
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import requirements as Q
 from ansible_collections.sglang.deploy.scripts import sglang_drift_mentions as M
+from ansible_collections.sglang.deploy.scripts import sglang_drift_watch as W
 
 
 def _yaml_dir(directory):
@@ -143,8 +147,9 @@ def _pins(prof):
 def pin_moves(prof, declared, newest, old_requires, new_requires):
     """[(name, from, to)] that would move: the sglang pin; torch, flashinfer-python and
     sglang-kernel where the profile pins them (its pin against the newest sglang's) or, when
-    sglang is installed with its dependencies, where sglang's own pin moves; flashinfer-cubin
-    and -jit-cache pinned by the profile, which must follow flashinfer-python."""
+    sglang is installed with its dependencies, where sglang's own pin moves; flashinfer-cubin,
+    -jit-cache and its providers (flashinfer-jit-cache-sm120f) pinned by the profile, which must
+    follow flashinfer-python (the shim and providers keep their CUDA label)."""
     pins, moves = _pins(prof), []
     with_deps = "sglang" in R.sglang_flags_package_names(prof.get("ml_env_packages") or [])
     if declared != newest:
@@ -158,28 +163,54 @@ def pin_moves(prof, declared, newest, old_requires, new_requires):
         elif name not in pins and with_deps and (old_requires or {}).get(name) != want:
             moves.append((name, f"{(old_requires or {}).get(name) or '?'} (sglang's pin)", want))
     fi = (new_requires or {}).get("flashinfer-python", "")
-    for name in FOLLOWS_FLASHINFER:
-        if name in pins and fi.startswith("==") and pins[name].split("+")[0] != fi[2:]:
-            moves.append((name, "==" + pins[name], fi + " (matches flashinfer-python)"))
+    for name in sorted(n for n in pins if n in FOLLOWS_FLASHINFER or n.startswith("flashinfer-jit-cache-")):
+        if fi.startswith("==") and pins[name].split("+")[0] != fi[2:]:
+            local = "+" + pins[name].split("+", 1)[1] if "+" in pins[name] else ""
+            moves.append((name, "==" + pins[name], fi + local + " (matches flashinfer-python)"))
     return moves
 
 
-def fetch_newest(prof, dest, version="", index_urls=None):
-    """Download sglang (newest, or ``version``) with the profile's indexes; the wheel's path."""
-    indexes = index_urls or [prof.get("ml_env_index_url") or "https://pypi.org/simple"] \
+def _indexes(prof, index_urls=None):
+    return index_urls or [prof.get("ml_env_index_url") or "https://pypi.org/simple"] \
         + list(prof.get("ml_env_extra_index_urls") or [])
+
+
+def download(requirement, dest, indexes, pre=False):
+    """``pip download --no-deps`` of one requirement into ``dest``; (returncode, pip's message)."""
     cmd = [sys.executable, "-m", "pip", "download", "--isolated", "--no-deps", "--only-binary=:all:",
            "--disable-pip-version-check", "--quiet", "-d", dest, "--index-url", indexes[0]]
     for url in indexes[1:]:
         cmd += ["--extra-index-url", url]
-    if prof.get("ml_env_pre"):
+    if pre:
         cmd.append("--pre")
-    cmd.append(f"sglang=={version}" if version else "sglang")
+    cmd.append(requirement)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    return proc.returncode, (proc.stderr or proc.stdout)[-2000:]
+
+
+def fetch_newest(prof, dest, version="", index_urls=None):
+    """Download sglang (newest, or ``version``) with the profile's indexes; the wheel's path."""
+    indexes = _indexes(prof, index_urls)
+    code, said = download(f"sglang=={version}" if version else "sglang", dest, indexes, bool(prof.get("ml_env_pre")))
     wheels = glob.glob(os.path.join(dest, "sglang-*.whl"))
-    if proc.returncode != 0 or not wheels:
-        raise SystemExit(f"drift: could not download sglang: {(proc.stderr or proc.stdout)[-2000:]}")
+    if code != 0 or not wheels:
+        raise SystemExit(f"drift: could not download sglang: {said}")
     return wheels[0], indexes
+
+
+def wheel_fetcher(prof, dest, sglang_wheel, index_urls=None):
+    """The ``fetch(package, version)`` of sglang_drift_watch: the sglang wheel downloaded already,
+    the flashinfer-python wheel downloaded on demand; None when it cannot be had."""
+    def fetch(package, version):
+        if package == "sglang":
+            return sglang_wheel
+        code, said = download(f"{package}=={version}", dest, _indexes(prof, index_urls))
+        found = glob.glob(os.path.join(dest, package.replace("-", "_") + "-" + version + "-*.whl"))
+        if code != 0 or not found:
+            print(f"drift: could not download {package}=={version}: {said}", file=sys.stderr)
+            return None
+        return found[0]
+    return fetch
 
 
 def report(profs, newest, catalog_dir, rules, removed):
@@ -232,6 +263,7 @@ def main(argv=None):
     profs = profiles(opts.root)
     prod = next((p for n, p in profs if n.startswith(PRODUCTION + "/")), profs[0][1] if profs else {})
     work = tempfile.mkdtemp(prefix="sglang-drift-")
+    wheel = None
     try:
         for path in glob.glob(os.path.join(C.CATALOG_DIR, "sglang-*.json")):
             shutil.copy(path, work)
@@ -255,6 +287,10 @@ def main(argv=None):
         print("drift: its pins: " + (", ".join(f"{k}{v}" for k, v in sorted(requires.items())) or "none"))
         lines, status = report(profs, newest, work, rules, removed)
         lines += M.report_lines(opts.root, newest, removed, work)
+        pinned = requires.get("flashinfer-python", "")
+        lines += W.report_lines(rules, {"sglang": newest, "flashinfer-python": pinned[2:] if pinned.startswith("==") else ""},
+                                (lambda package, version: None) if opts.newest_catalog  # no network
+                                else wheel_fetcher(prod, work, wheel, opts.index_url))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("\n".join(lines))

@@ -30,6 +30,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.monitoring import (
 )
 from ansible_collections.sglang.deploy.plugins.module_utils.rollout import urls
 from ansible_collections.sglang.deploy.plugins.module_utils.sweep import order, redact
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import endpoint
 from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import install
 
 
@@ -86,6 +87,10 @@ class FilterModule:
             "sglang_sweep_secrets": redact.sweep_secrets,
             # roles/sglang_watchdog
             "sglang_watchdog_stale": install.sglang_watchdog_stale,
+            # playbooks/verify_endpoint.yml
+            "sglang_endpoint_base_url": endpoint.sglang_endpoint_base_url,
+            "sglang_endpoint_id": endpoint.sglang_endpoint_id,
+            "sglang_endpoint_launch_flags": endpoint.sglang_endpoint_launch_flags,
             # roles/cuda_toolkit; the GPU order of a server and of a sweep candidate
             "cuda_toolkit_config_errors": cuda_toolkit.config_errors,
             "cuda_toolkit_driver_problem": cuda_toolkit.driver_problem,

@@ -8,13 +8,16 @@ DOCUMENTATION = r"""
 module: ml_env_flashinfer_arch
 short_description: Refuse a generation whose prebuilt FlashInfer kernels carry nothing for the GPU's SM
 description:
-  - Reads the files that C(flashinfer-cubin) and C(flashinfer-jit-cache) installed into the
+  - Reads the files that C(flashinfer-cubin), C(flashinfer-jit-cache) and its per-architecture
+    providers (C(flashinfer-jit-cache-sm120f), flashinfer 0.7.0 and later) installed into the
     generation I(venv) (each C(*.dist-info/RECORD) under its C(lib/python*/site-packages)) and the
     GPU architectures their kernel file names carry (C(..._sm100f.cubin), C(fmhaSm103aKernel_...),
-    C(jit_cache/gemm_sm120/gemm_sm120.so), C(jit_cache/fused_moe_120/...)); never a version string
+    C(jit_cache/gemm_sm120/gemm_sm120.so), C(providers/sm120f/jit_cache/...)); never a version string
     (FlashInfer #3294, flashinfer-cubin 0.6.11 carried no sm_120 kernels).
-  - Fails when one of those packages is installed and no kernel file of them names I(sm). Not
-    judged (passes, saying why) when I(sm) is empty or neither package is installed.
+  - Fails when one of those packages is installed and no kernel file of them serves I(sm), when a
+    provider is installed without the shim, or when their versions do not match
+    flashinfer-python's; the message names the distribution to install. Not judged (passes, saying
+    why) when I(sm) is empty or no such package is installed.
   - Reads only; never changes anything (C(changed) is always false).
 options:
   venv:
@@ -23,6 +26,10 @@ options:
     required: true
   sm:
     description: The GPU's compute capability (C(ml_env_expect_sm), e.g. C("12.0")); empty judges nothing.
+    type: str
+    default: ""
+  cuda:
+    description: torch's CUDA version (C(ml_env_expect_torch_cuda), e.g. C("13.0")), for the package a refusal names.
     type: str
     default: ""
 author:
@@ -67,6 +74,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.ml_env.flashinfer im
 ARGUMENT_SPEC = dict(
     venv=dict(type="path", required=True),
     sm=dict(type="str", default=""),
+    cuda=dict(type="str", default=""),
 )
 
 
@@ -75,7 +83,7 @@ def main():
     venv = module.params["venv"]
     installed = read_records(os.path.join(venv, "lib*", "python*", "site-packages"))
     try:
-        verdict = judge(installed, module.params["sm"])
+        verdict = judge(installed, module.params["sm"], module.params["cuda"])
     except ValueError as exc:
         module.fail_json(msg="ml_env_flashinfer_arch: sm: %s" % exc)
     result = dict(changed=False, judged=verdict["judged"], sm=verdict["sm"], dists=verdict["dists"],

@@ -37,6 +37,18 @@ CASES = {
     "sm120-nvfp4-moe-flashinfer": (
         ({"ml_env_packages": ["flashinfer-python==0.6.5", "sglang==0.5.23"]}, NVFP4),
         (SPEC, NVFP4)),
+    # the jit-cache shim and its SM120 provider (tests/unit/test_flashinfer_kernels.py has the boundaries)
+    "flashinfer-kernel-version": (
+        (dict(SPEC, ml_env_packages_nodeps=["flashinfer-jit-cache==0.7.1+cu130"]), {}),
+        (dict(SPEC, ml_env_packages_nodeps=["flashinfer-jit-cache==0.7.2+cu130",
+                                            "flashinfer-jit-cache-sm120f==0.7.2+cu130"]), {})),
+    "flashinfer-jit-cache-provider": (
+        (dict(SPEC, ml_env_packages_nodeps=["flashinfer-jit-cache==0.7.2+cu130"]), {}),
+        (dict(SPEC, ml_env_packages_nodeps=["flashinfer-jit-cache==0.7.2+cu130",
+                                            "flashinfer-jit-cache-sm120f==0.7.2+cu130"]), {})),
+    "flashinfer-jit-cache-all-providers": (
+        (dict(SPEC, ml_env_packages=SPEC["ml_env_packages"] + ["flashinfer-jit-cache==0.7.2"]), {}),
+        (dict(SPEC, ml_env_packages=["flashinfer-python==0.6.18.post1", "flashinfer-jit-cache==0.6.18.post1"]), {})),
 }
 
 

@@ -19,7 +19,9 @@ DEPLOY_RULE_IDS = {r["id"] for r in RULES if r.get("scope") == "deploy"}  # test
 # The hand-tuned launch (TUNED_ARGS, TUNED_ENV) corrected for 0.5.23.
 FIXED_ARGS = {k: v for k, v in TUNED_ARGS.items() if k != "mamba-scheduler-strategy"}
 FIXED_ARGS.update({"mamba-radix-cache-strategy": "extra_buffer", "speculative-num-steps": 1,
-                   "flashinfer-autotune-skip-ops": ["trtllm::fused_moe::gemm1", "trtllm::fused_moe::gemm2"]})
+                   "flashinfer-autotune-skip-ops": ["trtllm::fused_moe::gemm1", "trtllm::fused_moe::gemm2"],
+                   # says that NCCL runs: SGLang's custom all-reduce refuses 8 PCIe-only GPUs
+                   "disable-custom-all-reduce": True})
 FIXED_ENV = {k: v for k, v in TUNED_ENV.items() if k != "SGLANG_ENABLE_SPEC_V2"}
 
 QWEN35 = {"model-path": "/data/models/Qwen3.5-397B-A17B-NVFP4"}  # a hybrid Gated-DeltaNet model
@@ -87,6 +89,38 @@ CASES = {
     "sm120-torch-symm-mem": (
         dict(MINIMAL, **{"enable-torch-symm-mem": True}), {}, {},
         dict(MINIMAL, **{"enable-torch-symm-mem": False}), {}, {}),
+    # the December rules (PCIe-only SM120 hosts): their version boundaries and messages are in test_sglang_flags_rules_field.py
+    "sm120-custom-all-reduce-pcie": (
+        dict(MINIMAL, **{"tp-size": 8}), {}, {},
+        dict(MINIMAL, **{"tp-size": 8, "disable-custom-all-reduce": True}), {}, {}),
+    "hybrid-gdn-mamba-no-buffer": (
+        dict(QWEN35, **{"mamba-radix-cache-strategy": "no_buffer", "disable-overlap-schedule": True}), {}, {},
+        dict(QWEN35, **{"mamba-radix-cache-strategy": "extra_buffer_lazy"}), {}, {}),
+    "sm120-gdn-flashinfer-prefill-state-dtype": (
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer", "mamba-ssm-dtype": "bfloat16"}), {}, {},
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer", "mamba-ssm-dtype": "float32"}), {}, {}),
+    "sm120-gdn-flashinfer-prefill-decode": (
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer", "linear-attn-backend": "flashinfer"}), {}, {},
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer", "linear-attn-decode-backend": "triton"}), {}, {}),
+    "sm120-gdn-flashinfer-prefill-chunk": (
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer", "chunked-prefill-size": 16384}), {}, {},
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer", "chunked-prefill-size": 8192}), {}, {}),
+    "sm120-gdn-flashinfer-prefill-chunk-default": (
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer"}), {}, {},
+        dict(QWEN35, **{"linear-attn-prefill-backend": "flashinfer"}), {}, {"sm": "10.0"}),
+    "hybrid-gdn-deterministic-inference": (
+        dict(QWEN35, **{"enable-deterministic-inference": True}), {}, {},
+        dict(MINIMAL, **{"enable-deterministic-inference": True}), {}, {}),
+    "mamba-extra-buffer-lazy-spec-before-0.5.17": (
+        dict(MINIMAL, **{"speculative-algorithm": "NEXTN", "mamba-radix-cache-strategy": "extra_buffer_lazy"}), {},
+        {"version": "0.5.16"},
+        dict(MINIMAL, **{"speculative-algorithm": "NEXTN", "mamba-radix-cache-strategy": "extra_buffer_lazy"}), {},
+        {"version": "0.5.17"}),
+    "mamba-extra-buffer-lazy-dflash-0.5.17": (
+        dict(MINIMAL, **{"speculative-algorithm": "DFLASH", "mamba-radix-cache-strategy": "extra_buffer_lazy"}), {},
+        {"version": "0.5.17"},
+        dict(MINIMAL, **{"speculative-algorithm": "DFLASH", "mamba-radix-cache-strategy": "extra_buffer_lazy"}), {},
+        {"version": "0.5.19"}),
     "removed-mamba-scheduler-strategy": (
         dict(MINIMAL, **{"mamba-scheduler-strategy": "extra_buffer"}), {}, {"version": "0.5.20"},
         dict(MINIMAL, **{"mamba-scheduler-strategy": "extra_buffer"}), {}, {"version": "0.5.19"}),

@@ -20,7 +20,11 @@ applies (as files/sglang_preflight.py does for the ``host`` rules):
 * ``sm120-nvfp4-moe-flashinfer``: on SM 12.x, an NVFP4 quantization whose MoE runs on FlashInfer's
   CUTLASS grouped GEMM (``--moe-runner-backend`` flashinfer_cutlass, auto or unset) while the
   spec pins flashinfer-python below the release with its SM120 fixes (FlashInfer PR 2725) or
-  cuda_toolkit_version is below 13.0 (no ``compute_120f``).
+  cuda_toolkit_version is below 13.0 (no ``compute_120f``);
+* ``flashinfer-kernel-version``, ``flashinfer-jit-cache-provider``,
+  ``flashinfer-jit-cache-all-providers``: FlashInfer's kernel packages in the spec, decided by
+  plugins/module_utils/ml_env/flashinfer_kernels.py (versions that do not match flashinfer-python's, a
+  jit-cache shim without the provider for the GPU's SM, a shim that pulls every provider).
 
 ``inputs`` is the mapping tasks/evaluate.yml builds from the host's variables (see
 ``DEPLOY_INPUTS``); secrets are only tested for emptiness, never copied into a finding.
@@ -34,6 +38,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.flags import render 
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import requirements as _reqs
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import sm as _sm
 from ansible_collections.sglang.deploy.plugins.module_utils.rollout import batches as _rollout
+from ansible_collections.sglang.deploy.plugins.module_utils.ml_env import flashinfer_kernels as _fk
 
 DEPLOY_INPUTS = ("ml_env_packages", "ml_env_packages_nodeps", "ml_env_index_url",
                  "ml_env_extra_index_urls", "ml_env_find_links", "ml_env_min_versions",
@@ -118,6 +123,23 @@ def _nvfp4_moe_unfixed(inputs, args, sm) -> dict:
             else "cuda_toolkit_version"}
 
 
+def _flashinfer_hits(inputs, sm) -> dict:
+    """The FlashInfer kernel-package rules' hits on the spec (flashinfer_kernels.spec_hits)."""
+    try:
+        sm = _sm.sglang_flags_normalize_sm(sm)
+    except Exception:  # noqa: BLE001  a bad SM: the rules check reports it (sglang_flags_gpu_sm)
+        sm = ""
+    pins = []
+    for key in ("ml_env_packages", "ml_env_packages_nodeps"):
+        part = []
+        for req in list(inputs.get(key) or []):
+            parsed = _reqs.parse_requirement(req)
+            if parsed is not None:
+                part.append((_reqs.canonical_package(parsed.name), _reqs.exact_pin(parsed)))
+        pins.append(part)
+    return _fk.spec_hits(pins[0], pins[1], sm, str(inputs.get("cuda_toolkit_version") or ""))
+
+
 def _given(inputs, name, default):
     value = inputs.get(name)
     return default if value is None else value
@@ -150,6 +172,7 @@ def sglang_flags_deploy_findings(inputs, rules, args=None, waive=None, sm="") ->
         "gateway-client-key": {"value": gateways if inputs.get("sglang_gateway_client_key") == "other" else "",
                                "flag": "sglang_gateway_api_key"},
         "sm120-nvfp4-moe-flashinfer": _nvfp4_moe_unfixed(inputs, flags, sm),
+        **_flashinfer_hits(inputs, sm),
         # not set (None): the defaults 1 and 0 apply
         "rollout-serial": {"value": _rollout.serial_problem(_given(inputs, "sglang_rollout_serial", 1)),
                            "flag": "sglang_rollout_serial"},

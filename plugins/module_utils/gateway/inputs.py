@@ -11,26 +11,30 @@
   any prefix (argparse takes an unambiguous one: ``control-plane-api``, ``api-k``), whose values
   carry no control character and no item that argparse would read as an option (``[x,
   --api-key, K]``). roles/sglang_gateway/files/smg_launcher.py refuses them again on the host,
-  with smg's own parser (parse_router_args).
+  with smg's own parser (parse_router_args); and, where the role has a catalog of the pinned
+  ``sglang_gateway_version`` (plugins/module_utils/gateway/options.py), no name that is not
+  one of its options.
 """
 
 from __future__ import annotations
 
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import owned as _owned
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
+from ansible_collections.sglang.deploy.plugins.module_utils.gateway import options as _options
 
 SOURCE = "plugins/module_utils/gateway/inputs.py"
 PATHS = ("sglang_gateway_venv", "sglang_gateway_config_dir", "sglang_gateway_python")
 _SMG_KEYS = tuple(o[2:] for o in _guard.SMG_KEY_OPTIONS)
 
 
-def _extra_args_problems(extra):
+def _extra_args_problems(extra, version=None):
     if extra in (None, ""):
         return []
     if not isinstance(extra, dict):
         return [("sglang_gateway_extra_args", "input-gateway-args", f"is a {type(extra).__name__}, not a mapping",
                  "write it as {option-without-dashes: value}")]
     out = []
+    known = (_options.catalog(version) or {}).get("options")
     for name, value in extra.items():
         var = f"sglang_gateway_extra_args[{str(name)!r}]"
         key = _guard.refused_option(name, _SMG_KEYS)
@@ -41,6 +45,9 @@ def _extra_args_problems(extra):
         elif key:
             out.append((var, "input-key-flag", f"is read by smg 1.13 as --{key}, a credential option",
                         "keys go into sglang_gateway_api_key / sglang_gateway_admin_api_key (the credential file)"))
+        elif known is not None and _options.unknown(name, known):
+            out.append((var, "input-gateway-option", f"is not an option of smg {version} ({_options.unknown(name, known)}; "
+                        f"{_options.SOURCE.format(version=version)})", "use an option of the pinned smg"))
         elif _guard.dash_value(items) and _guard.dash_value(items) != "-":
             out.append((var, "input-dash-value", f"the value {_guard.dash_value(items)!r} starts with '-': smg's "
                         "argparse reads it as an option", "remove it; a value may start with '-' only as a number"))
@@ -73,5 +80,5 @@ def sglang_gateway_refusals(gateway) -> list:
     if user is not None and _guard.user_problem(user, allow_root=False):
         found.append(("sglang_gateway_user", "input-user", f"{str(user)!r} {_guard.user_problem(user, False)}",
                       "a system user of its own, e.g. smg"))
-    found += _extra_args_problems(gateway.get("sglang_gateway_extra_args"))
+    found += _extra_args_problems(gateway.get("sglang_gateway_extra_args"), gateway.get("sglang_gateway_version"))
     return [f"{var} [{rule}] {message} Fix: {fix} (source: {SOURCE})" for var, rule, message, fix in found]

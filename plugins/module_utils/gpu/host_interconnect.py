@@ -183,7 +183,8 @@ def iommu_state(cmdline, iommu_devices, gpu_group_types):
     'translated' (some GPU group translates DMA: P2P goes through the IOMMU), 'unknown'.
     """
     flags = [word for word in (cmdline or "").split()
-             if word.split("=")[0] in ("iommu", "intel_iommu", "amd_iommu", "pcie_acs_override")]
+             if word.split("=")[0] in ("iommu", "intel_iommu", "amd_iommu", "pcie_acs_override")
+             or word == "pci=noacs"]
     types = [t for t in (gpu_group_types or {}).values() if t]
     if any(t.upper().startswith("DMA") for t in types):
         mode = "translated"

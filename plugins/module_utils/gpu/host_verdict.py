@@ -130,14 +130,18 @@ def evaluate(facts, expected, cpu_test_host=False):
     if p2p_over_pcie and iommu.get("mode") == "translated":
         warnings.append("IOMMU translates DMA for the GPUs (group type %s) on a host whose GPUs "
                         "talk over PCIe: peer-to-peer traffic goes through the IOMMU, which "
-                        "slows or hangs NCCL. Fix: boot with iommu=pt (or the IOMMU off)." % (
+                        "slows NCCL or hangs its first all-reduce (vLLM issue 33041, NCCL issue "
+                        "1999: RTX PRO 6000 pairs). Fix: boot with iommu=pt (or amd_iommu=off / "
+                        "intel_iommu=off); until then NCCL_P2P_DISABLE=1 in sglang_server_env "
+                        "(slow)." % (
                             ", ".join(sorted(set(t for t in iommu.get("gpu_group_types", {})
                                                  .values() if t)))))
     acs = facts.get("acs") or {}
     if p2p_over_pcie and acs.get("state") == "enabled":
         warnings.append("PCIe ACS redirects peer requests on %d bridge(s) (%s): GPU P2P is sent "
-                        "up to the root complex (slow, may hang). Fix: disable ACS in the BIOS "
-                        "or with setpci at boot." % (
+                        "up to the root complex, slow or hung (NCCL issue 2079: ACS on AMD root "
+                        "ports hung NCCL's all-reduce). Fix: boot with pci=noacs, disable ACS in "
+                        "the BIOS, or clear it at boot (setpci -s <bridge> ECAP_ACS+6.w=0000)." % (
                             len(acs.get("redirecting", [])),
                             ", ".join(acs.get("redirecting", [])[:4])))
     for gpu in facts.get("gpus", []):

@@ -136,9 +136,21 @@ def _same_model(a, b):
     return a.get("path") == b.get("path")
 
 
+def reference(q):
+    """(reference, what it is the reference of): the current release's (the deployed hosts), or,
+    with ``reference_path``, the one kept in that file (an endpoint verified by its URL,
+    playbooks/verify_endpoint.yml), named by when it was recorded. None where there is none yet."""
+    if not q.get("reference_path"):
+        return current_quality(q["release_dir"], q["release_fact"])
+    data = read_json(q["reference_path"])
+    if not isinstance(data, dict):
+        return None, None
+    return data, data.get("kept_since") or data.get("recorded_at") or os.path.basename(q["reference_path"])
+
+
 def run_quality(client, q, model_path, server, check_mode=False, task=None, server_info=None):
     """The ``quality`` part of the probe's result. ``q``: prompts, max_tokens, top_k, same,
-    tolerance, reset, release_dir, release_fact, candidate_path. ``task``: this run's task
+    tolerance, reset, release_dir, release_fact (or reference_path), candidate_path. ``task``: this run's task
     accuracy ({"gsm8k": {...}}), kept with the candidate; the reference's comes back as
     ``reference_task``, and the speculative accept length of the greedy runs beside the
     reference's."""
@@ -146,7 +158,7 @@ def run_quality(client, q, model_path, server, check_mode=False, task=None, serv
     n_tok, k = int(q.get("max_tokens") or 24), int(q.get("top_k") or 5)
     pset = prompt_set_hash(prompts, n_tok, k)
     t0 = time.time()
-    ref, ref_of = (None, None) if q.get("reset") else current_quality(q["release_dir"], q["release_fact"])
+    ref, ref_of = (None, None) if q.get("reset") else reference(q)
     model = model_identity(model_path)
     out = {"prompt_set": pset, "prompts": len(prompts), "max_tokens": n_tok, "top_k": k, "model": model,
            "reference_of": ref_of, "requests": 0}

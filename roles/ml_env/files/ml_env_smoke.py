@@ -27,8 +27,9 @@ TOLERANCE = {"torch": 0.02, "flashinfer": 0.01, "sgl_kernel": 0.01}
 HINTS = {
     "torch": "install a torch build for SM {sm} and the driver's CUDA (ml_env_expect_torch_cuda)",
     "flashinfer": "the FlashInfer packages lack kernels for SM {sm}: install flashinfer-cubin and "
-                  "flashinfer-jit-cache of flashinfer-python's version built for it, or a CUDA "
-                  "toolkit for FlashInfer's JIT (docs/ml-env-checks.md)",
+                  "flashinfer-jit-cache of flashinfer-python's version built for it (from 0.7.0 the "
+                  "shim and the provider for the SM, flashinfer-jit-cache-sm120f on SM 12.x), or a "
+                  "CUDA toolkit for FlashInfer's JIT (docs/ml-env-checks.md)",
     "sgl_kernel": "sgl-kernel is built for another GPU arch or CUDA: install the sgl-kernel wheel "
                   "for SM {sm} and this torch's CUDA",
 }
