@@ -105,18 +105,36 @@ class Sampler:
 
     def __init__(self, pid):
         self.pid, self.seen, self.stop = pid, set(), False
+        # the process starts stopped (start()): its first sample is taken before it can run a
+        # line, however busy the machine, then it is let go and sampled every few ms
+        deadline = time.monotonic() + 30
+        while not self.stopped():
+            assert time.monotonic() < deadline, "the process did not stop itself at its start"
+            time.sleep(0.01)
+        self.sample()
+        os.kill(pid, signal.SIGCONT)
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
+    def stopped(self):
+        try:
+            with open("/proc/%d/stat" % self.pid, encoding="utf-8") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] == "T"
+        except OSError:
+            return False
+
+    def sample(self):
+        for pid in process_tree(self.pid):
+            for name in ("cmdline", "environ"):
+                try:
+                    with open("/proc/%d/%s" % (pid, name), "rb") as handle:
+                        self.seen.add(handle.read())
+                except OSError:
+                    pass
+
     def run(self):
         while not self.stop:
-            for pid in process_tree(self.pid):
-                for name in ("cmdline", "environ"):
-                    try:
-                        with open("/proc/%d/%s" % (pid, name), "rb") as handle:
-                            self.seen.add(handle.read())
-                    except OSError:
-                        pass
+            self.sample()
             time.sleep(0.002)
 
     def finish(self):
@@ -126,10 +144,11 @@ class Sampler:
 
 
 def start(tmp_path, argv, env):
-    """Popen of argv, a Sampler on it, and the gateway's base URL once /health answers 200."""
+    """Popen of argv, a Sampler on it (which saw it before its first line ran), and its log."""
     log = open(tmp_path / "smg.log", "w", encoding="utf-8")  # pylint: disable=consider-using-with
-    proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,  # pylint: disable=consider-using-with
-                            start_new_session=True)
+    # a shell that stops itself, then becomes argv (exec: the same process, argv and environment)
+    proc = subprocess.Popen(["/bin/sh", "-c", 'kill -STOP $$; exec "$@"', "sh", *argv], env=env, stdout=log,  # pylint: disable=consider-using-with
+                            stderr=subprocess.STDOUT, start_new_session=True)
     sampler = Sampler(proc.pid)
     return proc, sampler, log
 
