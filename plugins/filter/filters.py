@@ -19,7 +19,6 @@ from ansible_collections.sglang.deploy.plugins.module_utils.flags import (
     sm,
     specs,
 )
-from ansible_collections.sglang.deploy.plugins.module_utils.gateway import inputs as gateway_inputs
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu import cuda_toolkit, topology_env
 from ansible_collections.sglang.deploy.plugins.module_utils.ml_env import lock
 from ansible_collections.sglang.deploy.plugins.module_utils.model_files import lint
@@ -73,7 +72,6 @@ class FilterModule:
             "sglang_firewall_sets": sources.sglang_firewall_sets,
             "sglang_firewall_sources": sources.sglang_firewall_sources,
             # roles/sglang_gateway
-            "sglang_gateway_refusals": gateway_inputs.sglang_gateway_refusals,
             # deploy.yml's rollout, roles/sglang_gateway's URLs
             "sglang_gateway_urls": urls.gateway_urls,
             "sglang_rollout_worker_urls": urls.worker_urls,

@@ -21,6 +21,12 @@ CONTROL_CATEGORIES = ("Cc", "Zl", "Zp")
 # SGLang options never taken from the inventory's flags (the keys travel in a root-only file
 # given with --config; a --config of the inventory's own sets flags nothing here reads)
 REFUSED_OPTIONS = ("api-key", "admin-api-key", "config")
+# SGLang options the deploy never renders, by any prefix: option -> (what it does, the fix)
+UNSAFE_FLAGS = {
+    "enable-custom-logit-processor": (
+        "lets every client send a custom logit processor, serialized Python code the server loads and runs",
+        "remove it; a site that needs a processor builds it into its SGLang"),
+}
 # smg 1.13's options that carry or grant a credential (smg/router_args.py): never from
 # sglang_gateway_extra_args (roles/sglang_gateway/files/smg_launcher.py keeps the same list)
 SMG_KEY_OPTIONS = ("--api-key", "--control-plane-api-keys", "--tenant-api-key", "--jwt-issuer", "--jwt-audience",
@@ -35,14 +41,25 @@ _USER_RE = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_-]{0,30}|[0-9]+)")
 # lets a service write there (ReadWritePaths=, WorkingDirectory=).
 SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
                 "/root", "/sbin", "/sys", "/usr", "/var/spool", "/var/lib/systemd", "/run/systemd",
-                "/var/lib/dpkg", "/var/lib/apt", "/var/log/journal")
+                "/var/lib/dpkg", "/var/lib/apt", "/var/log/journal",
+                # the users' homes (their .ssh, their shell's start files), udev's rules, the container
+                # engines' state (a container's root file system), D-Bus and the login manager
+                "/home", "/run/udev", "/var/lib/docker", "/var/lib/containerd", "/run/docker", "/run/containerd",
+                "/var/lib/kubelet", "/run/dbus", "/run/user")
+# Trees another user can write into or owns (world-writable with the sticky bit, the homes): a
+# file root writes or runs from there can be a symlink or a program that user planted, and a
+# directory the deploy chmods or chowns there is that user's (/tmp loses its sticky bit).
+USER_TREES = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/run/lock", "/var/crash", "/run/user", "/home",
+              "/var/mail", "/var/spool/mail")
+# /var/run and /var/lock are links to /run and /run/lock on Debian: judged as what they name
+_ALIASES = (("/var/run", "/run"), ("/var/lock", "/run/lock"))
 # The deploy's units by default (roles/sglang_server, roles/sglang_firewall, roles/sglang_gateway):
 # the variable naming one unit -> the other units' default names, which it must not take (the
 # firewall's unit written over the server's, or the reverse)
 OTHER_UNITS = {
-    "sglang_server_service_name": ("sglang-firewall", "smg"),
-    "sglang_firewall_service_name": ("sglang", "smg"),
-    "sglang_gateway_service": ("sglang", "sglang-firewall"),
+    "sglang_server_service_name": ("sglang-firewall", "smg", "sglang-watchdog", "sglang-firewall-watch"),
+    "sglang_firewall_service_name": ("sglang", "smg", "sglang-watchdog"),
+    "sglang_gateway_service": ("sglang", "sglang-firewall", "sglang-watchdog", "sglang-firewall-watch"),
 }
 # huggingface_hub's validate_repo_id (utils/_validators.py): REPO_ID_REGEX and its other rules
 _REPO_ID_RE = re.compile(r"(\b[\w\-.]+\b/)?\b[\w\-.]{1,96}\b")
@@ -60,8 +77,9 @@ def control_char(text) -> str:
 def refused_option(flag, refused=REFUSED_OPTIONS) -> str:
     """The refused option (REFUSED_OPTIONS, or ``refused``: names without dashes) that ``--flag``
     reads as: the option itself or any prefix of it (argparse takes an unambiguous prefix for the
-    option; an ambiguous one is refused too), or ""."""
-    name = str(flag).strip().lstrip("-").replace("_", "-").split("=", 1)[0]
+    option; an ambiguous one is refused too), in any case (``--API-KEY`` is no option of SGLang's,
+    but the key it carries would be written into the unit), or ""."""
+    name = str(flag).strip().lstrip("-").replace("_", "-").split("=", 1)[0].lower()  # --API-KEY: a key
     return next((o for o in refused if name and o.startswith(name)), "")
 
 
@@ -96,7 +114,19 @@ def normalise(path):
     text = str(path)
     if not text.startswith("/"):
         return None
-    return "/" + posixpath.normpath(text).lstrip("/")
+    norm = "/" + posixpath.normpath(text).lstrip("/")
+    for alias, target in _ALIASES:
+        if norm == alias or norm.startswith(alias + "/"):
+            norm = target + norm[len(alias):]
+    return norm
+
+
+def user_tree(path) -> str:
+    """The tree of USER_TREES ``path`` is or lies under (normalised), or ""."""
+    norm = normalise(path)
+    if norm is None:
+        return ""
+    return next((t for t in USER_TREES if norm == t or norm.startswith(t + "/")), "")
 
 
 def path_problem(path) -> str:
@@ -142,7 +172,7 @@ def unit_name_problem(name, reserved=(), foreign=()) -> str:
         text = text[:-len(".service")]
     if not _UNIT_NAME_RE.fullmatch(text) or ".." in text:
         return ("is not a unit name of its own: letters, digits and : _ . @ -, starting with a "
-                "letter or digit, no '/' or '..'")
+                "letter or digit, no '/', '..' or '%'")
     hit = next((p for p in reserved if fnmatch.fnmatchcase(text, p)), "")
     if hit:
         return f"is the name of a unit the system has (it matches {hit!r})"

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Secret flag values out of text that is shown: journal lines, launch commands, reprs.
+"""Secret flag values out of text that is shown: journal lines, launch commands, reprs; and which
+environment variable (or URL query parameter) holds a credential by its name (``is_secret_env``).
 
 A secret is found by the flag's normalised name (plugins/module_utils/flags/model.py
 SECRET_FLAGS), in every spelling SGLang and Python print it: ``--api-key VALUE``,
@@ -46,3 +47,24 @@ def redact_text(text):
 def redact_lines(lines):
     """Every line through redact_text."""
     return [redact_text(line) for line in lines or []]
+
+
+# the words of a variable name that make it a credential (HF_TOKEN, WANDB_API_KEY, DB_PASS,
+# MYSQL_PWD), and the endings of a word that do (PGPASSWORD, GITHUBTOKEN, AWS_SECRETKEY); a word
+# that only begins with one is not (TOKENIZERS_PARALLELISM, MONKEY, KEYBOARD)
+_SECRET_ENV_WORDS = frozenset(("TOKEN", "TOKENS", "KEY", "KEYS", "APIKEY", "SECRET", "SECRETS", "PASSWORD",
+                               "PASSWD", "PASS", "PWD", "CREDENTIAL", "CREDENTIALS", "AUTH", "PASSPHRASE",
+                               "COOKIE", "SESSION", "BEARER", "PRIVATE"))
+_SECRET_ENV_ENDINGS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "APIKEY", "ACCESSKEY", "SECRETKEY",
+                       "CREDENTIALS", "PASSPHRASE")
+
+
+def is_secret_env(name):
+    """Whether the environment variable (or query parameter) ``name`` holds a credential: one of
+    its words (split at '_', '-' and '.') is one of _SECRET_ENV_WORDS, or ends in one of
+    _SECRET_ENV_ENDINGS (PGPASSWORD); ``PWD`` alone is the shell's working directory."""
+    text = str(name).upper()
+    if text == "PWD":
+        return False
+    words = [w for w in re.split(r"[_.\-]", text) if w]
+    return any(w in _SECRET_ENV_WORDS or w.endswith(_SECRET_ENV_ENDINGS) for w in words)

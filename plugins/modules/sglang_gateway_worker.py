@@ -189,6 +189,22 @@ from ansible_collections.sglang.deploy.plugins.module_utils.gateway.listing impo
     serving,
     summary,
 )
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import public_url
+
+
+def shown(value, urls):
+    """``value`` (the result, its messages and listings) with every URL of ``urls`` as public_url
+    shows it: a URL's user information, query or fragment (user:password@, ?token=) is printed nowhere."""
+    if isinstance(value, str):
+        for url in urls:
+            if url and public_url(url) != url:
+                value = value.replace(url, public_url(url)).replace(url.rstrip("/"), public_url(url).rstrip("/"))
+        return value
+    if isinstance(value, dict):
+        return {shown(k, urls): shown(v, urls) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown(v, urls) for v in value]
+    return value
 
 
 def skeleton(gateway_url, worker_url=None, worker_id=None, **listing):
@@ -363,16 +379,18 @@ def main():
     urls = [u for u in p["gateway_url"] if u]
     if not urls:
         module.fail_json(msg="gateway_url is empty; check the variable sglang_gateway_urls")
+    secret = urls + [p["worker_url"]] + list(p["wait_excluding"] or [])
     for key, var, values in (("gateway_url", "sglang_gateway_urls", urls),
                              ("worker_url", "sglang_gateway_worker_url", [p["worker_url"]])):
         for value in values:
             if value is not None and not urllib.parse.urlsplit(value).scheme.startswith("http"):
-                module.fail_json(msg="%s=%r is not an http(s) URL; check the variable %s" % (key, value, var))
+                module.fail_json(msg="%s=%r is not an http(s) URL; check the variable %s" % (key, public_url(value), var))
     gateways = [(url, Gateway(url, p["admin_api_key"])) for url in urls]
     try:
         res = run(gateways, p, module.check_mode)
     except GatewayError as exc:
-        module.fail_json(msg=str(exc), worker_url=p["worker_url"], gateway_url=urls)
+        module.fail_json(**shown(dict(msg=str(exc), worker_url=p["worker_url"], gateway_url=urls), secret))
+    res = shown(res, secret)
     if p["state"] == "absent" and res["changed"] and not module.check_mode and not res["drained"]:
         module.warn(res["msg"])
     module.exit_json(**res)

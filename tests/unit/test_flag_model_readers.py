@@ -36,6 +36,10 @@ ALLOWED = {
     "plugins/module_utils/monitoring/hosts.py":
         "only other hosts' variables are at hand (playbooks/monitoring.yml): sglang_flags_normalized "
         "where the host has it, else its sglang_server_args through the model's normalize_args",
+    "plugins/module_utils/inputs/cross.py":
+        "the cross-checks of playbooks/lint.yml's first task run before the model normalises: the server's "
+        "port from sglang_flags_normalized where the host has it, else sglang_server_args through the model's "
+        "normalize_args and resolve_flag",
     "plugins/module_utils/sweep/render.py":
         "writes the key of the inventory snippet it renders for the best candidate; reads nothing",
 }

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import zipfile
 
+import re
+
 import pytest
 import yaml
 
@@ -57,8 +59,11 @@ def judge(args=None, env=None, unit=None, version="0.5.23"):
 
 
 def refused(report, label, rule, fix, names=()):
-    """The one error line for ``label [rule]``: names the host, the label, the rule, the fix."""
-    lines = [e for e in report["errors"] if e.startswith(f"{HOST}: {label} [{rule}] ")]
+    """The one error line for ``label [rule]`` (``rule``: one id or a tuple of them; the label may be
+    followed by the part of the value, ``[0]``): names the host, the label, the rule, the fix."""
+    rules = "|".join(re.escape(r) for r in ((rule,) if isinstance(rule, str) else rule))
+    head = re.compile(re.escape(f"{HOST}: {label}") + r"(\[[^\]]*\])* \[(%s)\] " % rules)
+    lines = [e for e in report["errors"] if head.match(e)]
     assert lines, f"no error {label} [{rule}] in {report['errors']}"
     assert f"Fix: {fix}" in lines[0], lines[0]
     for name in names:
@@ -126,10 +131,15 @@ def test_user_with_an_injected_directive_is_refused():
     refused(report, "sglang_server_user", "input-control-char", "remove it", ["ExecStartPre=/path"])
 
 
-@pytest.mark.parametrize("user", ["bad user", "-root", "root;x", "a" * 40, ""])
+@pytest.mark.parametrize("user", ["bad user", "-root", "root;x", "a" * 40])
 def test_user_that_is_not_a_user_name_is_refused(user):
     _, report = judge(unit={"sglang_server_user": user})
     refused(report, "sglang_server_user", "input-user", "give an existing user name")
+
+
+def test_an_empty_user_is_refused():
+    _, report = judge(unit={"sglang_server_user": ""})
+    refused(report, "sglang_server_user", "input-required", "give a value")
 
 
 @pytest.mark.parametrize("user", ["root", "sglang", "svc_llm-1", "1000"])
@@ -148,12 +158,16 @@ def test_workdir_with_an_injected_directive_is_refused():
     ("sglang_server_python", "/root/ml env/bin/python", "whitespace or '%'"),
     ("sglang_server_workdir", "/var/lib/%h", "whitespace or '%'"),
     ("sglang_server_path", "/usr/bin:bin", "is not an absolute path"),
-    ("sglang_server_ready_path", "health_generate", "is not an absolute path"),
 ])
 def test_paths_must_be_absolute_without_dotdot(name, path, why):
     _, report = judge(unit={name: path})
     line = refused(report, name, "input-path", "give an absolute path")
     assert why in line
+
+
+def test_the_readiness_path_is_a_url_path():
+    _, report = judge(unit={"sglang_server_ready_path": "health_generate"})
+    assert "is not a URL path" in refused(report, "sglang_server_ready_path", "input-url-path", "e.g. /health_generate")
 
 
 @pytest.mark.parametrize("name", ["../../../x", "sglang/x", ".sglang", "sgl ang", "sglang\n"])
@@ -171,12 +185,12 @@ def test_unit_names_pass(name):
 @pytest.mark.parametrize("value", ["30\nExecStartPre=/x", -1, "soon", True, 1.5])
 def test_numeric_unit_values_must_be_integers(value):
     _, report = judge(unit={"sglang_server_timeout_stop_sec": value})
-    refused(report, "sglang_server_timeout_stop_sec", "input-integer", "give an integer >= 0")
+    refused(report, "sglang_server_timeout_stop_sec", ("input-type", "input-range"), "give an integer >= 1")
 
 
 def test_limit_nofile_zero_is_refused_and_numeric_strings_pass():
     _, report = judge(unit={"sglang_server_limit_nofile": 0})
-    refused(report, "sglang_server_limit_nofile", "input-integer", "give an integer >= 1")
+    refused(report, "sglang_server_limit_nofile", "input-range", "give an integer >= 1024")
     assert judge(unit={"sglang_server_restart_sec": "5"})[0] == []
 
 

@@ -4,6 +4,8 @@ directory as a working, configuration or model directory (after normalising the 
 revision that names one directory. Each comes out as an error line of the lint report naming the
 host, the variable, the rule and the fix."""
 
+import re
+
 import pytest
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as I
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import owned as O
@@ -18,8 +20,11 @@ def errors(unit):
 
 
 def refused(lines, variable, rule, fix):
+    """The error line naming the host, the variable (and the part of it), one of the rules and the fix."""
     head = f"{HOST}: {variable} [{rule}]"
-    line = next((x for x in lines if x.startswith(head)), None)
+    rules = "|".join(re.escape(r) for r in ((rule,) if isinstance(rule, str) else rule))
+    part = re.compile(re.escape(f"{HOST}: {variable}") + r"(\[[^\]]*\])* \[(%s)\]" % rules)
+    line = next((x for x in lines if part.match(x)), None)
     assert line is not None, (head, lines)
     assert f"Fix: {fix}" in line, line
     return line
@@ -33,7 +38,7 @@ def refused(lines, variable, rule, fix):
 def test_a_unit_name_of_the_system_is_refused(name):
     line = refused(errors({"sglang_server_service_name": name}), "sglang_server_service_name",
                    "input-unit-reserved", "give a name of the deploy's own, e.g. sglang")
-    assert f"/etc/systemd/system/{name}.service would replace it" in line
+    assert f"/etc/systemd/system/{name.removesuffix('.service')}.service would replace it" in line
 
 
 @pytest.mark.parametrize("name", ["sglang", "sglang-qwen", "llm-server", "proxy-for-sglang", "sglang@1"])
@@ -69,8 +74,15 @@ def test_a_relative_directory_is_refused(variable):
     refused(errors({variable: "var/lib/sglang"}), variable, "input-path", "give an absolute path")
 
 
-@pytest.mark.parametrize("path", ["/var/lib/sglang", "/etc/sglang", "/data/models", "/srv/models/", "/tmp/x",
-                                  "/home/ml/models"])
+@pytest.mark.parametrize("path", ["/tmp/x", "/home/ml/models", "/var/tmp/sglang", "/dev/shm/x"])
+def test_a_directory_in_another_users_tree_is_refused(path):
+    # the role would chmod or chown a directory another user owns, and write as root where a
+    # symlink of theirs would take the write elsewhere (docs/security.md, "Input kinds")
+    for name in ("sglang_server_config_dir", "model_files_root", "sglang_server_workdir"):
+        refused(errors({name: path}), name, ("input-user-tree", "input-system-dir"), "give a ")
+
+
+@pytest.mark.parametrize("path", ["/var/lib/sglang", "/etc/sglang", "/data/models", "/srv/models/"])
 def test_directories_of_the_deploys_own_pass(path):
     assert errors({"sglang_server_config_dir": path, "model_files_root": path}) == []
     if not path.startswith("/etc/"):

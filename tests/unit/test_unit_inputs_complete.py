@@ -57,10 +57,13 @@ def test_a_new_template_variable_is_caught():
     assert unchecked(SERVER, I.UNIT_INPUTS, I.UNIT_DERIVED, extra) == {"sglang_server_nice", "sglang_firewall_more"}
 
 
-def test_the_lint_passes_every_checked_input():
-    passed = lint_inputs("roles/sglang_flags/tasks/evaluate.yml", 0, "_sglang_flags_unit_inputs")
-    assert set(passed) == set(I.UNIT_INPUTS) | set(I.MODEL_INPUTS)
-    assert all(v == "{{ " + k + " | default(none) }}" for k, v in passed.items())
+def test_every_checked_input_has_a_kind_the_lint_and_the_role_judge():
+    # the lint (playbooks/lint.yml, every role) and each role's entry points judge a variable by
+    # the kind its role's meta/input_kinds.yml gives it: every checked input of the templates has one
+    kinds = {}
+    for role in ("sglang_server", "model_files", "sglang_firewall"):
+        kinds.update(yaml.safe_load((ROOT / "roles" / role / "meta" / "input_kinds.yml").read_text())["options"])
+    assert set(I.UNIT_INPUTS) | set(I.MODEL_INPUTS) | set(F.UNIT_INPUTS) <= set(kinds)
     passed = lint_inputs("roles/sglang_firewall/tasks/lint.yml", 0, "_sglang_firewall_unit_inputs")
     assert set(passed) == set(F.UNIT_INPUTS)
     assert all(v == "{{ " + k + " }}" for k, v in passed.items())

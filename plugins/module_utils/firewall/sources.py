@@ -26,13 +26,13 @@ from ansible_collections.sglang.deploy.plugins.module_utils.flags import exposur
 # paths, unit names and the union of the admitted networks, as every renderer judges them
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
 # The variables templates/sglang-firewall.service.j2 and templates/sglang-firewall.nft.j2 are
-# made of (the unit's file name included: tasks/apply.yml), and their kind in _inputs
-# (unit_input_findings); "nft-name" is checked for control characters there, then here.
+# made of (the unit's file name included: tasks/apply.yml), and their kind
+# (roles/sglang_firewall/meta/input_kinds.yml, judged by the catalogue through unit_input_findings)
 UNIT_INPUTS = {
-    "sglang_firewall_ruleset_path": "path",
+    "sglang_firewall_ruleset_path": "file",
     "sglang_firewall_service_name": "unit-name",
     "sglang_firewall_server_service": "unit-name",
-    "sglang_firewall_table": "nft-name",
+    "sglang_firewall_table": "name",
 }
 # What the templates are made of besides UNIT_INPUTS, and the checked inputs each comes from
 # (tests/unit/test_unit_inputs_complete.py fails on a template variable in neither).
@@ -42,7 +42,6 @@ UNIT_DERIVED = {
     "_sglang_firewall_sets": "addresses and networks parsed by ipaddress (sglang_firewall_sets)",
     "sglang_firewall_action": "compared only ('reject' or else drop), never written",
 }
-_NFT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 
 # host names: labels of letters, digits and hyphens, dot separated
 _NAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?$")
@@ -187,39 +186,18 @@ def sglang_firewall_wildcard(host):
     return address is not None and address.is_unspecified
 
 
-def ruleset_path_problem(path) -> str:
-    """Why ``path`` cannot be the firewall's ruleset (the template's destination and nft -f's
-    source): a file of its own ending in .nft, no '..', not in a system tree but /etc's
-    nftables directories; "" when it can."""
-    problem = _guard.path_problem(path)
-    norm = _guard.normalise(path) or ""
-    if not problem and not norm.endswith(".nft"):
-        problem = "is not a .nft file of the firewall's own (the template replaces it, nft -f loads it)"
-    tree = _guard.system_tree(norm) if not problem else ""
-    if tree and not any(norm.startswith(d) for d in ("/etc/nftables.d/", "/etc/nftables/", "/etc/sglang")):
-        problem = f"lies in the system tree {tree}; keep it in /etc/nftables.d/"
-    return problem
-
-
 def _unit_input_findings(unit):
-    """Errors for the unit template's variables (UNIT_INPUTS), in the server's words."""
+    """Errors for the unit template's variables (UNIT_INPUTS), each by the kind the firewall's kinds
+    file declares (roles/sglang_firewall/meta/input_kinds.yml: the ruleset a .nft file below /etc's
+    nftables directories, the unit names the deploy's own, the table an nftables name)."""
     found = []
     unit = unit or {}
     for name, value in unit.items():
         if name not in UNIT_INPUTS or value is None:
             continue
-        kind = UNIT_INPUTS[name]
-        foreign = [unit.get("sglang_firewall_server_service") or "sglang", "smg"] \
+        foreign = [unit.get("sglang_firewall_server_service") or "sglang", "smg", "sglang-watchdog"] \
             if name == "sglang_firewall_service_name" else None
-        own = _inputs.unit_input_findings(name, value, "text" if kind == "nft-name" else kind, foreign=foreign)
-        if not own and name == "sglang_firewall_ruleset_path" and ruleset_path_problem(value):
-            own = [{"rule": "input-ruleset-path", "flag": name, "message": f"{str(value)!r} "
-                    f"{ruleset_path_problem(value)}", "fix": "e.g. /etc/nftables.d/sglang-firewall.nft"}]
-        found += own
-        if kind == "nft-name" and not own and not _NFT_NAME.match(str(value)):
-            found.append({"rule": "input-nft-name", "flag": name, "message": (
-                f"{str(value)!r} is not an nftables table name: it is written into the ruleset and "
-                "the unit's ExecStop"), "fix": "a letter, then letters, digits and '_', e.g. sglang_firewall"})
+        found += _inputs.unit_input_findings(name, value, foreign=foreign)
     return [{"severity": "error", "msg": f"{f['flag']} [{f['rule']}] {f['message']} Fix: {f['fix']}"}
             for f in found]
 

@@ -32,6 +32,7 @@ import re
 from ansible.errors import AnsibleFilterError
 
 # siblings of the collection, imported by name
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model as _model
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import version as _versions
 CATALOG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles", "sglang_flags", "files", "catalogs")
 CATALOG_SOURCE = "roles/sglang_flags/files/catalogs/sglang-{version}.json (scripts/flag_catalog.py)"
@@ -151,15 +152,7 @@ def resolve(flag: str, catalog: dict):
     options = (catalog or {}).get("options")
     if not options:
         return "known", [flag]
-    option = "--" + flag
-    if option in options:
-        return "known", [flag]
-    matches = sorted(o for o in options if o.startswith(option))
-    if len(matches) == 1:
-        return "abbreviation", [matches[0][2:]]
-    if matches:
-        return "ambiguous", [m[2:] for m in matches]
-    return "unknown", []
+    return _model.resolve_flag(flag, options)
 
 
 def full_name(flag: str, catalog: dict) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sglang.deploy.plugins.module_utils.sweep.redact import is_secret_env
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import is_secret_env
 
 
 def sglang_flags_env_dict(env, credentials=True) -> dict:

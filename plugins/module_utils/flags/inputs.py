@@ -32,14 +32,13 @@ import re
 
 # siblings of the collection, imported by name
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import catalog as _catalog
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model as _model
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import render as _renderer
-from ansible_collections.sglang.deploy.plugins.module_utils.flags import owned as _owned
 # the guards the renderers apply themselves (the lint reports the same answers)
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
 
 UNIT_TEMPLATE = "roles/sglang_server/templates/sglang.service.j2"
 CHECKS = "plugins/module_utils/flags/inputs.py"
-OWNED = "plugins/module_utils/flags/owned.py"
 # Every sglang_server variable that the unit, its environment file or their file names are
 # made of (templates/sglang.service.j2, templates/sglang.env.j2, tasks/render.yml), and what it
 # must be. ("int", N): an integer >= N.
@@ -79,16 +78,14 @@ UNIT_DERIVED = {
                                  "gpu_host_comm_env), sglang_server_hardening_env, sglang_server_path, "
                                  "the ml_env generation's name",
 }
+# the roles whose kinds file judges a variable, by its prefix
+_ROLE_OF = (("sglang_server_", "sglang_server"), ("model_files_", "model_files"), ("sglang_firewall_", "sglang_firewall"))
 # roles/model_files: the directories it fills and prunes, the revision it names as one
 MODEL_INPUTS = {
     "model_files_revision": "revision",
     "model_files_root": "dir",
     "model_files_shared_root": "dir",
 }
-# DeviceAllow=: a /dev path or a char-/block- group, then r, w, m (systemd.resource-control(5))
-_DEVICE_RE = re.compile(r"^(?:/dev/[^\s%]+|(?:char|block)-[A-Za-z0-9_*-]+)(?: [rwm]{1,3})?$")
-_CAPABILITY_RE = re.compile(r"^CAP_[A-Z_]+$")
-_UMASK_RE = re.compile(r"^0?[0-7]{3}$")
 # SGLang's parallel sizes (option dests in the catalog; names where there is no catalog)
 SIZE_DESTS = {"tp_size", "dp_size", "ep_size", "pp_size", "nnodes"}
 SIZE_NAMES = {"tp", "tp-size", "tensor-parallel-size", "dp", "dp-size", "data-parallel-size",
@@ -114,7 +111,6 @@ REFUSED_FLAGS = {
 # (--mamba-max-states-per-path, --offload-group-size: default -1 in
 # files/catalogs/sglang-0.5.23.json), and argparse reads a negative number as a value
 # (_guard.dash_value).
-_ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _finding(rule, what, value, message, fix, source=UNIT_TEMPLATE, flag=None):
@@ -160,104 +156,19 @@ def _int_finding(what, value, low, high=None, rule="input-integer", why="", flag
                      f"give an integer {limits}", CHECKS if flag else UNIT_TEMPLATE, flag)]
 
 
-def _path_findings(what, value, kind="path"):
-    text = str(value)
-    if _control(text):
-        return _control_finding(what, value)
-    problems = []
-    if not text.startswith("/"):
-        problems.append("is not an absolute path")
-    if ".." in text.split("/"):
-        problems.append("has a '..' component")
-    if kind != "url-path" and (re.search(r"\s", text) or "%" in text):
-        problems.append("has whitespace or '%' (a systemd specifier)")
-    if not problems:
-        return []
-    return [_finding("input-path", what, value, f"{text!r} {' and '.join(problems)}",
-                     "give an absolute path without '..', whitespace or '%'")]
-
-
-def _list_findings(name, value, kind):
-    """The hardening lists: one directive line per item (or one line for capabilities)."""
-    if not isinstance(value, (list, tuple)):
-        return [_finding("input-list", name, value, f"{value!r} is not a list", "give a YAML list")]
-    findings = []
-    for item in value:
-        text = str(item)
-        if _control(text):
-            findings += _control_finding(name, item)
-        elif kind == "path-list":
-            findings += _path_findings(name, text[1:] if text[:1] in "-+" else text)
-        elif kind == "device-list" and not _DEVICE_RE.match(text):
-            findings.append(_finding("input-device", name, item, f"{text!r} is not a DeviceAllow= entry",
-                                     "a /dev path or a char-/block- group, then r, w and/or m, "
-                                     "e.g. 'char-nvidia-uvm rw'"))
-        elif kind == "capability-list" and not _CAPABILITY_RE.match(text):
-            findings.append(_finding("input-capability", name, item, f"{text!r} is not a capability name",
-                                     "e.g. CAP_IPC_LOCK"))
-    return findings
-
-
 def unit_input_findings(name, value, kind=None, foreign=None):
-    """The findings on one variable that a unit is made of, by its kind (UNIT_INPUTS' kinds;
-    "text": control characters only). Other roles' units go through it too
-    (plugins/module_utils/firewall/sources.py). ``foreign``: the names of the deploy's other units (a
-    unit name must not be one of them; default: their default names, _guard.OTHER_UNITS)."""
-    kind, foreign = kind or UNIT_INPUTS[name], _guard.OTHER_UNITS.get(name, ()) if foreign is None else foreign
-    if isinstance(kind, tuple):
-        return _int_finding(name, value, kind[1])
-    if kind == "bool":
-        if isinstance(value, bool) or str(value).lower() in ("true", "false", "yes", "no"):
-            return []
-        return [_finding("input-bool", name, value, f"{value!r} is not a boolean", "true or false")]
-    if kind.endswith("-list"):
-        return _list_findings(name, value, kind)
-    if kind == "umask" and not _UMASK_RE.match(str(value)):
-        return [_finding("input-umask", name, value, f"{str(value)!r} is not an octal umask",
-                         "a quoted octal string, e.g. '0077'")]
-    if kind in ("path", "url-path"):
-        return _path_findings(name, value, kind)
-    if kind in ("dir", "rw-dir"):
-        return _path_findings(name, value) or _owned_dir_findings(name, value, kind == "rw-dir")
-    if kind == "env-map":
-        return _env_findings(value, name)
-    if kind == "search-path":
-        return [f for entry in str(value).split(":") for f in _path_findings(name, entry)]
-    if _control(value):
-        return _control_finding(name, value)
-    if kind == "user" and _guard.user_problem(value):
-        return [_finding("input-user", name, value,
-                         f"{str(value)!r} is not a user name ([A-Za-z_][A-Za-z0-9_-]*, at most "
-                         "31 characters) or a numeric uid", "give an existing user name, e.g. root")]
-    if kind == "unit-name" and _guard.unit_name_problem(value, foreign=foreign):
-        return [_finding("input-unit-name", name, value,
-                         f"{str(value)!r} {_guard.unit_name_problem(value, foreign=foreign)}: the unit is "
-                         f"written to /etc/systemd/system/{value}.service",
-                         "letters, digits and : _ . @ - only, no '/', a name of its own, e.g. sglang",
-                         "roles/sglang_server/tasks/render.yml")]
-    if kind == "unit-name" and _owned.reserved_unit(value):
-        return [_finding("input-unit-reserved", name, value,
-                         f"{str(value)!r} is the name of a unit the system has (it matches "
-                         f"{_owned.reserved_unit(value)!r}): /etc/systemd/system/{value}.service would "
-                         "replace it, and enabling it would start SGLang in its place",
-                         "give a name of the deploy's own, e.g. sglang", OWNED)]
-    if kind == "revision" and _owned.revision_problem(value):
-        return [_finding("input-revision", name, value, f"{str(value)!r} {_owned.revision_problem(value)}",
-                         "give the commit sha (40 hex digits), e.g. the Hub's 'sha' of the branch", OWNED)]
-    return []
-
-
-def _owned_dir_findings(name, value, writable=False):
-    """A directory the deploy creates (root, 0755) and writes: never the system's own; one the
-    service writes (``writable``: WorkingDirectory=, ReadWritePaths=) never in a system tree."""
-    found = _owned.system_dir(value) or (_guard.system_tree(value) if writable else "")
-    if not found:
-        return []
-    return [_finding("input-system-dir", name, value,
-                     f"{str(value)!r} is the system directory {found}: the deploy creates and chmods "
-                     "its directories (root, 0755; /tmp would lose its sticky bit) and writes or prunes "
-                     "files in them", "give a directory of the deploy's own below it, e.g. "
-                     f"{found.rstrip('/')}/sglang", OWNED)]
+    """The findings on one variable that a unit is made of, judged by the kind its role declares
+    (roles/<role>/meta/input_kinds.yml, the catalogue of plugins/module_utils/inputs/: the check the
+    role's entry points run). ``foreign``: the names of the deploy's other units (a unit name must
+    not be one of them; default: the kinds file's). ``kind`` is not read (the kinds file says it)."""
+    from ansible_collections.sglang.deploy.plugins.module_utils.inputs import catalogue  # noqa: PLC0415
+    role = next((r for p, r in _ROLE_OF if name.startswith(p)), "")
+    spec = catalogue.spec_of(((catalogue.load_kinds(role).get("options") or {}).get(name)) or "text")
+    if foreign is not None and spec.get("kind") == "unit-name":
+        spec["others"] = list(foreign)
+    ctx = catalogue.Ctx(variable=name)
+    return [_finding(p.rule, name + p.where, value, p.message, p.fix, f"roles/{role}/meta/input_kinds.yml")
+            for p in catalogue.check(spec, value, ctx)]
 
 
 def _normalize(args):
@@ -314,6 +225,11 @@ def _flag_findings(flags, catalog, renamed):
     full_names = {flag: _catalog.full_name(flag, catalog) for flag in flags}
     for flag, value in flags.items():
         var, full = f"sglang_server_args['{flag}']", full_names[flag]
+        unsafe = full if full in _guard.UNSAFE_FLAGS else _guard.refused_option(flag, tuple(_guard.UNSAFE_FLAGS))
+        if unsafe:
+            findings.append(_finding("input-unsafe-flag", var, value, f"is read by SGLang as --{unsafe}, which "
+                                     f"{_guard.UNSAFE_FLAGS[unsafe][0]}", _guard.UNSAFE_FLAGS[unsafe][1], CHECKS, flag))
+            continue
         refused = full if full in REFUSED_FLAGS else _guard.refused_option(flag)
         if refused:  # a key is a secret: no value is quoted in this finding
             rule, why, fix = REFUSED_FLAGS[refused]
@@ -352,18 +268,12 @@ def _flag_findings(flags, catalog, renamed):
 
 
 def _env_findings(env, what="sglang_server_env"):
-    findings = []
-    for name, value in (env or {}).items() if isinstance(env, dict) else ():
-        var = f"{what}[{str(name)!r}]"
-        if not isinstance(name, str) or not _ENV_RE.fullmatch(name):
-            findings.append(_finding(
-                "input-env-name", var, name,
-                "not an environment variable name: the environment file would read it as another "
-                "variable or as a broken line", "letters, digits and '_', not starting with a "
-                "digit ([A-Za-z_][A-Za-z0-9_]*)", "roles/sglang_server/templates/sglang.env.j2"))
-        elif value is not None:
-            findings += _control_finding(var, value)
-    return findings
+    """The server's environment by its kind (an environment written into a root-only file: names,
+    one-line values, no code-injecting loader, search paths only into root's places)."""
+    from ansible_collections.sglang.deploy.plugins.module_utils.inputs import catalogue  # noqa: PLC0415
+    ctx = catalogue.Ctx(variable=what)
+    return [_finding(p.rule, what + p.where, None, p.message, p.fix, "roles/sglang_server/templates/sglang.env.j2")
+            for p in catalogue.check({"kind": "env", "credentials": "allow"}, env or {}, ctx)]
 
 
 def sglang_flags_inputs(args, env=None, unit=None, catalog=None, rules=None, version=""):
@@ -378,8 +288,14 @@ def sglang_flags_inputs(args, env=None, unit=None, catalog=None, rules=None, ver
     renamed = {f for r in rules or [] if r.get("replacement")
                for f in (r.get("applies") or {}).get("flags_any", [])}
     flags, findings = _normalize(args)
-    findings += _flag_findings(flags, catalog, renamed)
     if not (catalog or {}).get("options"):
+        # without the host's catalog: the names argparse would read as another option the deploy
+        # reads (hos -> host, po -> port), or as none (API-KEY), by the flag model's resolution
+        findings += [_finding(rule, f"sglang_server_args['{flag}']", flag, message, fix, CHECKS, flag)
+                     for flag, rule, message, fix in _model.resolution_problems(flags)
+                     if not _guard.refused_option(flag)]
+    findings += _flag_findings(flags, catalog, renamed)
+    if not (catalog or {}).get("options") and version != "-":
         findings += _catalog.missing_catalog_findings(version)
     findings += _env_findings(env)
     for name, value in (unit or {}).items():

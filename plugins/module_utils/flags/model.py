@@ -7,6 +7,11 @@ The inventory variable ``sglang_server_args`` is a mapping of flag name to value
   accepted and folded to dashes, so ``model_path`` and ``model-path`` are the same flag and
   giving both is an error. Names are not lower-cased: SGLang's argparse options are
   case-sensitive (and all lower-case, roles/sglang_flags/files/catalogs/);
+* a name is read as SGLang's argparse reads it (``resolve_flag``: Python's argparse with
+  allow_abbrev, case-sensitive): the option itself, or the one option it is a prefix of
+  (``hos`` is ``--host``), ambiguous, or unknown (``API-KEY`` is no option). Where the unit is
+  rendered (``argv``) a name must be the option itself: an abbreviation would set an option the
+  checks read under its full name (``--hos 0.0.0.0`` after ``--host 127.0.0.1``);
 * ``true`` renders a bare flag (``--trust-remote-code``);
 * ``false`` or ``null`` omits the flag;
 * a list renders the flag once followed by every item (argparse ``nargs``);
@@ -50,6 +55,11 @@ RESOLVED_ALIASES = {
 }
 
 _FLAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+# The options the deploy reads or refuses by name (the bind, the port the firewall filters, the
+# keys, --config): without the host's catalog a name that is a prefix of one of them is read as
+# that option, as argparse would (every other name is taken as written; the host's own argparse
+# judges it there).
+SENSITIVE_OPTIONS = ("host", "port", "api-key", "admin-api-key", "config") + tuple(GUARD.UNSAFE_FLAGS)
 # characters that never need quoting in a systemd command line
 _SYSTEMD_SAFE = re.compile(r"^[A-Za-z0-9_@+=:,./-]+$")
 
@@ -73,6 +83,57 @@ def normalize_flag(name):
             "sglang_server_args: %r is not a valid flag name; use the long option "
             "without leading dashes, letters, digits and '-' only (e.g. 'model-path')" % (name,))
     return flag
+
+
+def resolve_flag(flag, options=None):
+    """How SGLang's argparse reads ``--flag`` (a folded name without dashes), as Python's argparse
+    does with allow_abbrev (``_parse_optional``: the option itself, else every option the name is
+    a prefix of; case-sensitive): ``("known", [flag])``, ``("abbreviation", [full])``,
+    ``("ambiguous", [names])`` or ``("unknown", [])``. ``options``: the names of the host's SGLang
+    (no dashes); without them only SENSITIVE_OPTIONS are known to be prefixed, and a name with an
+    upper-case letter is unknown (SGLang's options are all lower case)."""
+    flag = str(flag)
+    if options:
+        names = set(str(o).lstrip("-") for o in options)
+        if flag in names:
+            return "known", [flag]
+        matches = sorted(n for n in names if n.startswith(flag))
+        if len(matches) == 1:
+            return "abbreviation", matches
+        return ("ambiguous", matches) if matches else ("unknown", [])
+    if flag != flag.lower():
+        return "unknown", []
+    matches = [o for o in SENSITIVE_OPTIONS if o != flag and o.startswith(flag)]
+    if flag in SENSITIVE_OPTIONS or not matches:
+        return "known", [flag]
+    return ("abbreviation", matches) if len(matches) == 1 else ("ambiguous", matches)
+
+
+def resolution_problems(args, options=None):
+    """``[(flag, rule, message, fix)]`` (the message not naming the variable): every name of ``args``
+    (folded) that argparse does not
+    read as exactly itself (an abbreviation, an ambiguous prefix, a name of the wrong case), and
+    every two names it reads as the same option (``host`` and ``hos``)."""
+    problems, seen = [], {}
+    for flag in fold_args(args):
+        kind, names = resolve_flag(flag, options)
+        if kind == "abbreviation":
+            problems.append((flag, "flag-abbreviation", "is read by SGLang's argparse as --%s (an abbreviation), "
+                             "which the deploy's checks would not see" % names[0],
+                             "write it in full: %s" % names[0]))
+        elif kind == "ambiguous":
+            problems.append((flag, "flag-ambiguous", "is a prefix of %s: argparse refuses it as ambiguous"
+                             % ", ".join("--" + n for n in names), "write the flag you mean in full"))
+        elif kind == "unknown" and flag != flag.lower():
+            problems.append((flag, "flag-case", "is no option of SGLang: its argparse is case-sensitive and "
+                             "its options are lower case", "write it in lower case: %s" % flag.lower()))
+        full = names[0] if kind in ("known", "abbreviation") else flag
+        if full in seen:
+            problems.append((flag, "flag-duplicate", "sglang_server_args sets --%s and --%s, which argparse reads as "
+                             "the same option --%s: the last one wins silently" % (seen[full], flag, full),
+                             "keep one of them, written in full"))
+        seen.setdefault(full, flag)
+    return problems
 
 
 def fold_args(args):
@@ -125,6 +186,10 @@ def _refuse_tokens(flag, values):
             "sglang_server_args['%s'] is read by SGLang as --%s, which the deploy never takes from the "
             "flags: the keys go into sglang_server_api_key / sglang_server_admin_api_key (a root-only "
             "file given with --config); write the flags of a config file into sglang_server_args" % (flag, refused))
+    unsafe = GUARD.refused_option(flag, tuple(GUARD.UNSAFE_FLAGS))
+    if unsafe:
+        raise FlagModelError("sglang_server_args['%s'] is read by SGLang as --%s, which %s; %s"
+                             % (flag, unsafe, GUARD.UNSAFE_FLAGS[unsafe][0], GUARD.UNSAFE_FLAGS[unsafe][1]))
     for value in values:
         if GUARD.control_char(value):
             raise FlagModelError(
@@ -137,9 +202,15 @@ def _refuse_tokens(flag, values):
             "an option, not as a value; a value may start with '-' only as a number (-1)" % (flag, dashed))
 
 
-def argv(args):
+def argv(args, options=None):
     """The argv tokens after ``-m sglang.launch_server``; raises FlagModelError for what
-    _refuse_tokens refuses."""
+    _refuse_tokens refuses and for a name argparse would not read as exactly itself
+    (resolution_problems; ``options``: the host's SGLang's option names, when known)."""
+    for flag, _rule, message, fix in resolution_problems(args, options):
+        refused = GUARD.refused_option(flag)
+        if refused:  # a key by any spelling: _refuse_tokens says so
+            _refuse_tokens(flag, [])
+        raise FlagModelError("sglang_server_args['%s'] %s; %s" % (flag, message, fix))
     out = []
     for flag, value in normalize_args(args).items():
         out.append("--" + flag)

@@ -14,7 +14,6 @@ findings are made in plugins/module_utils/flags/inputs.py
 from __future__ import annotations
 
 import fnmatch
-import posixpath
 import re
 
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
@@ -30,6 +29,14 @@ RESERVED_UNITS = (
     "console-getty", "polkit", "rsyslog", "syslog", "udev", "auditd", "apparmor", "chrony*", "ntp*",
     "nftables", "iptables", "firewalld", "ufw", "unattended-upgrades", "user@*", "user-runtime-dir@*",
     "nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "dcgm*", "prometheus*",
+    # systemd's own services of the boot and the consoles (rescue.service runs a root shell on the
+    # console; autovt@ and container-getty@ are the login prompts) and the tools a host logs in with
+    "rescue", "emergency", "debug-shell", "autovt@*", "container-getty@*", "sulogin*", "initrd*",
+    "kmod*", "modprobe@*", "plymouth*", "quotaon", "ldconfig", "sudo", "login", "logind", "sshd@*",
+    "ssh@*", "sshd-keygen*", "cloud-init*", "cloud-config", "cloud-final", "snapd*", "multipathd", "lvm2*",
+    "mdmonitor*", "smartd", "sysstat", "fstrim", "e2scrub*", "man-db", "apt-daily*", "dpkg-db-backup",
+    "logrotate", "exim4", "postfix*", "nginx", "apache2", "haproxy", "kubelet", "node-exporter",
+    "prometheus-node-exporter*",
 )
 
 # Directories of the system itself: never a working, configuration, cache or model directory
@@ -55,13 +62,9 @@ PROTECTED_TREES = _guard.SYSTEM_TREES
 _REVISION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-def normalise(path):
-    """An absolute path as the file system resolves its spelling ('/usr//bin/' and '/usr/./x/..'
-    -> '/usr/bin', '/usr'), or None for a relative one."""
-    text = str(path)
-    if not text.startswith("/"):
-        return None
-    return "/" + posixpath.normpath(text).lstrip("/")
+# An absolute path as the file system resolves its spelling ('/usr//bin/' and '/usr/./x/..' ->
+# '/usr/bin', '/usr'; /var/run -> /run), or None for a relative one: the guards' own.
+normalise = _guard.normalise
 
 
 def system_dir(path) -> str:

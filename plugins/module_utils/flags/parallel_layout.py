@@ -32,17 +32,21 @@ SERVER_ARGS_ATTRS = {"tp-size": "tp_size", "pp-size": "pp_size", "dp-size": "dp_
 
 
 class LayoutError(ValueError):
-    """A layout flag whose value is not an integer."""
+    """A layout flag whose value is not an integer >= 1 (a size counts GPUs, ranks or nodes)."""
 
 
 def _int_flag(args, names, default):
     for name in names:
         if name in args and args[name] is not True:
             try:
-                return int(str(args[name]))
+                value = int(str(args[name]))
             except ValueError as exc:
                 raise LayoutError("sglang_server_args['%s'] = %r is not an integer"
                                   % (name, args[name])) from exc
+            if value < 1:
+                raise LayoutError("sglang_server_args['%s'] = %r is not an integer >= 1: --%s counts GPUs, "
+                                  "ranks or nodes" % (name, args[name], name))
+            return value
     return default
 
 

@@ -226,7 +226,10 @@ def _check(args, rules, env, sm, version, gpu_count, packages, waive, scope, mem
         packages = set(sglang_flags_package_names(list(packages)))
     waive = set(waive or [])
     known_ids = {r["id"] for r in rules}
-    figures = _layout_figures(nargs, memory)
+    try:
+        figures = _layout_figures(nargs, memory)
+    except ValueError as exc:  # a size that is not an integer >= 1 (parallel_layout.LayoutError)
+        raise AnsibleFilterError(f"{exc}; give an integer >= 1") from exc
     findings = []
     for wid in sorted(waive - known_ids):
         findings.append(

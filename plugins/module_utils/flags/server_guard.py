@@ -21,6 +21,7 @@ environment, the unit's variables as they are, defaults included) and refuses ev
 from __future__ import annotations
 
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as _inputs
+from ansible_collections.sglang.deploy.plugins.module_utils.flags import model as _model
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import sandbox as _sandbox
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import exposure as _exposure
 from ansible_collections.sglang.deploy.plugins.module_utils.firewall import sources as _firewall
@@ -32,11 +33,14 @@ def _line(finding) -> str:
 
 
 def _bind(flags):
-    """The --host value as argparse reads it: the flag or a prefix of it (--hos)."""
+    """The --host value as argparse reads it (the flag model's resolution: --hos is --host; the
+    last one given wins, as argparse keeps it)."""
+    found = None
     for flag, value in (flags or {}).items() if isinstance(flags, dict) else ():
-        if flag == "host" or (len(flag) > 1 and "host".startswith(flag)):
-            return value
-    return None
+        kind, names = _model.resolve_flag(str(flag).strip().lstrip("-").replace("_", "-"))
+        if kind in ("known", "abbreviation") and names[0] == "host":
+            found = value
+    return found
 
 
 def sglang_server_refusals(render) -> list:

@@ -18,16 +18,43 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import owned as _owned
 from ansible_collections.sglang.deploy.plugins.module_utils import sglang_input_guard as _guard
 from ansible_collections.sglang.deploy.plugins.module_utils.gateway import options as _options
+from ansible_collections.sglang.deploy.plugins.module_utils.inputs import net as _net
 
 SOURCE = "plugins/module_utils/gateway/inputs.py"
 PATHS = ("sglang_gateway_venv", "sglang_gateway_config_dir", "sglang_gateway_python")
 _SMG_KEYS = tuple(o[2:] for o in _guard.SMG_KEY_OPTIONS)
+# smg 1.13's options that the deploy never takes from sglang_gateway_extra_args, by any prefix:
+# option -> (why, fix)
+UNSAFE_OPTIONS = {
+    "worker-urls": ("lists workers the deploy does not register: smg forwards the clients' requests and key to "
+                    "every worker, an outside one included", "leave it out: roles/sglang_gateway registers the "
+                    "SGLang hosts of the inventory through smg's API"),
+    "mm-allow-private-media-hosts": ("lets any client make smg fetch media from private addresses (the hosts' "
+                                     "metrics, admin and cloud metadata endpoints)",
+                                     "leave it out; list public media domains in mm-allowed-media-domains"),
+}
 
 
-def _extra_args_problems(extra, version=None):
+def _url_credential(items) -> str:
+    """The first item that is a URL carrying a credential (user:password@, ?password=), or ""."""
+    for item in items:
+        if "://" not in item:
+            continue
+        try:
+            if _net.url_credentials(urlsplit(item)):
+                return item
+        except ValueError:
+            continue
+    return ""
+
+
+def extra_args_problems(extra, version=None):
+    """[(variable, rule, message, fix)] for ``sglang_gateway_extra_args`` (see the module's text)."""
     if extra in (None, ""):
         return []
     if not isinstance(extra, dict):
@@ -38,6 +65,7 @@ def _extra_args_problems(extra, version=None):
     for name, value in extra.items():
         var = f"sglang_gateway_extra_args[{str(name)!r}]"
         key = _guard.refused_option(name, _SMG_KEYS)
+        unsafe = _guard.refused_option(name, tuple(UNSAFE_OPTIONS))
         items = [str(v) for v in (value if isinstance(value, (list, tuple)) else [value]) if v is not True]
         if _guard.control_char(name) or any(_guard.control_char(v) for v in items):
             out.append((var, "input-control-char", "contains a control character or line separator",
@@ -45,6 +73,14 @@ def _extra_args_problems(extra, version=None):
         elif key:
             out.append((var, "input-key-flag", f"is read by smg 1.13 as --{key}, a credential option",
                         "keys go into sglang_gateway_api_key / sglang_gateway_admin_api_key (the credential file)"))
+        elif unsafe:
+            why, fix = UNSAFE_OPTIONS[unsafe]
+            out.append((var, "input-unsafe-option", f"is read by smg 1.13 as --{unsafe}, which {why}", fix))
+        elif _url_credential(items):
+            out.append((var, "input-url-credential", "holds a URL with a credential (user:password@ or a secret "
+                        "query parameter): smg's options are written to args.json and shown in its argv",
+                        "give smg the credential another way (its own environment file, root-only), or a URL "
+                        "without one"))
         elif known is not None and _options.unknown(name, known):
             out.append((var, "input-gateway-option", f"is not an option of smg {version} ({_options.unknown(name, known)}; "
                         f"{_options.SOURCE.format(version=version)})", "use an option of the pinned smg"))
@@ -56,29 +92,15 @@ def _extra_args_problems(extra, version=None):
 
 def sglang_gateway_refusals(gateway) -> list:
     """Lines "variable [rule] message Fix: fix" for every refused input of ``gateway`` (the role's
-    variables by name, and ``foreign``: the server's and the firewall's unit names); []: none."""
-    gateway = gateway if isinstance(gateway, dict) else {}
-    found = []
-    service = gateway.get("sglang_gateway_service")
-    if service is not None:
-        problem = _guard.unit_name_problem(service, _owned.RESERVED_UNITS,
-                                           gateway.get("foreign") or _guard.OTHER_UNITS["sglang_gateway_service"])
-        if problem:
-            found.append(("sglang_gateway_service", "input-unit-name", f"{str(service)!r} {problem}",
-                          "a name of its own, e.g. smg"))
-    for name in PATHS:
-        value = gateway.get(name)
-        if value is None:
-            continue
-        problem = _guard.path_problem(value)
-        if not problem and name == "sglang_gateway_config_dir" and _owned.system_dir(value):
-            problem = f"is the system directory {_owned.system_dir(value)}: the role creates and chmods it"
-        if problem:
-            found.append((name, "input-path", f"{str(value)!r} {problem}",
-                          "an absolute directory of the gateway's own, e.g. /etc/smg"))
-    user = gateway.get("sglang_gateway_user")
-    if user is not None and _guard.user_problem(user, allow_root=False):
-        found.append(("sglang_gateway_user", "input-user", f"{str(user)!r} {_guard.user_problem(user, False)}",
-                      "a system user of its own, e.g. smg"))
-    found += _extra_args_problems(gateway.get("sglang_gateway_extra_args"), gateway.get("sglang_gateway_version"))
-    return [f"{var} [{rule}] {message} Fix: {fix} (source: {SOURCE})" for var, rule, message, fix in found]
+    variables by name, and ``foreign``: the server's and the firewall's unit names); []: none. The
+    kinds of roles/sglang_gateway/meta/input_kinds.yml judge them (plugins/module_utils/inputs/), the
+    check every entry point of the role runs first."""
+    from ansible_collections.sglang.deploy.plugins.module_utils.inputs import catalogue  # noqa: PLC0415
+    values = {k: v for k, v in (gateway if isinstance(gateway, dict) else {}).items() if k != "foreign"}
+    lines = catalogue.refusals("sglang_gateway", values)
+    service = values.get("sglang_gateway_service")
+    foreign = [str(f) for f in (gateway or {}).get("foreign") or [] if f]
+    if service is not None and str(service).removesuffix(".service") in foreign:
+        lines.append(f"sglang_gateway_service [input-unit-name] {str(service)!r} is the name of another unit of this "
+                     "deploy Fix: a name of its own, e.g. smg")
+    return lines

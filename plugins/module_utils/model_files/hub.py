@@ -28,9 +28,10 @@ import os
 import re
 import shutil
 import sys
-from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus
 
 from ansible_collections.sglang.deploy.plugins.module_utils.model_files.manifest import CHUNK, CLIENT_DIR, filter_names
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import public_url
 
 COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
 # RFC 3986, appendix B: the parts of any URL, one that urlsplit refuses too ("http://u:p@[::1/")
@@ -64,16 +65,8 @@ def public_endpoint(url):
     """``url`` without its user information, query and fragment (``https://user:pw@mirror/hf`` and
     ``https://mirror/hf?token=x`` -> ``https://mirror/hf``): what stamps (``source``) and messages show. A URL that cannot be
     parsed is shown as ``<endpoint>``."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<endpoint>"
-    if "@" not in parts.netloc and not parts.query and not parts.fragment:
-        return url
-    # a query or fragment may carry a token (?token=...): shown without either
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1], query="", fragment=""))
+    shown = public_url(url)  # the one HTTP client's rule (plugins/module_utils/sglang_http.py)
+    return "<endpoint>" if shown == "<url>" else shown
 
 
 def _scrub(text, token, endpoint=None):

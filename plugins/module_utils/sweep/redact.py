@@ -18,6 +18,8 @@ module's result unless the play asks for the values with no_log) is redacted.
 """
 
 from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import SECRET_FLAGS
+# which environment variables hold a credential: the shared secrets helper's rule, re-exported
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_secrets import is_secret_env  # noqa: F401
 
 REDACTED = "<redacted>"
 
@@ -40,17 +42,6 @@ def is_secret(name, options=None):
         if matches:
             return any(m in SECRET_FLAGS for m in matches)
     return any(secret.startswith(flag) for secret in SECRET_FLAGS)
-
-
-# environment variables whose value is a credential (HF_TOKEN, WANDB_API_KEY, AWS_SECRET_ACCESS_KEY...)
-_SECRET_ENV_WORDS = frozenset(("TOKEN", "KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL",
-                               "CREDENTIALS", "AUTH"))
-
-
-def is_secret_env(name):
-    """Whether the environment variable ``name`` holds a credential: one of its words (split at
-    '_') is one of _SECRET_ENV_WORDS (TOKENIZERS_PARALLELISM is not)."""
-    return bool(_SECRET_ENV_WORDS & set(str(name).upper().replace("-", "_").split("_")))
 
 
 def redact_env(env):

@@ -22,7 +22,7 @@ import time
 from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import decide as wd
 from ansible_collections.sglang.deploy.plugins.module_utils.gateway.api import Gateway, GatewayError
 from ansible_collections.sglang.deploy.plugins.module_utils.gateway.listing import find_worker, serving
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import request
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import public_url, request
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prometheus import parse_prometheus_sums
 from ansible_collections.sglang.deploy.plugins.module_utils.watchdog.metrics import render
 
@@ -111,7 +111,7 @@ class Host:
             try:
                 seen[gw.url] = find_worker(gw.workers(), self.c["worker_url"])
             except GatewayError as exc:
-                log("gateway %s: %s" % (gw.url, str(exc)[:200]))
+                log("gateway %s: %s" % (public_url(gw.url), str(exc)[:200].replace(gw.url, public_url(gw.url))))
         return seen
 
     def remove(self, seen):
@@ -120,18 +120,18 @@ class Host:
             if worker is not None:
                 try:
                     gw.remove(worker["id"])
-                    log("removed %s from gateway %s" % (self.c["worker_url"], gw.url))
+                    log("removed %s from gateway %s" % (public_url(self.c["worker_url"]), public_url(gw.url)))
                 except GatewayError as exc:
-                    log("could not remove from %s: %s" % (gw.url, str(exc)[:200]))
+                    log("could not remove from %s: %s" % (public_url(gw.url), str(exc)[:200].replace(gw.url, public_url(gw.url))))
 
     def add(self, seen):
         for gw in self.gateways:
             if gw.url in seen and seen[gw.url] is None:
                 try:
                     gw.add(self.c["worker_url"], self.api_key())
-                    log("added %s to gateway %s" % (self.c["worker_url"], gw.url))
+                    log("added %s to gateway %s" % (public_url(self.c["worker_url"]), public_url(gw.url)))
                 except GatewayError as exc:
-                    log("could not add to %s: %s" % (gw.url, str(exc)[:200]))
+                    log("could not add to %s: %s" % (public_url(gw.url), str(exc)[:200].replace(gw.url, public_url(gw.url))))
 
     def xid_lines(self, since):
         _, out = sh(["journalctl", "-k", "-q", "--no-pager", "-o", "cat", "--since", "@%d" % since])
