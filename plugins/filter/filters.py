@@ -27,6 +27,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.monitoring import (
     hosts,
     rules as monitoring_rules,
 )
+from ansible_collections.sglang.deploy.plugins.module_utils.release import guard as release_guard
 from ansible_collections.sglang.deploy.plugins.module_utils.rollout import urls
 from ansible_collections.sglang.deploy.plugins.module_utils.sweep import order, redact
 from ansible_collections.sglang.deploy.plugins.module_utils.verify import endpoint
@@ -36,6 +37,8 @@ from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import inst
 class FilterModule:
     def filters(self):
         return {
+            # a restored release judged as a new one is (roles/sglang_release, tasks/restore.yml)
+            "sglang_release_restore_refusals": release_guard.sglang_release_restore_refusals,
             # the flag model's rendering and the lint (roles/sglang_flags)
             "sglang_argv": render.sglang_argv,
             "sglang_env_lines": render.sglang_env_lines,

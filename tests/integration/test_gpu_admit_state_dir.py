@@ -1,8 +1,9 @@
 """roles/gpu_admit refuses a gpu_admit_state_dir that is not a directory of the admission's own
 (its bin/ holds the measurement scripts that run as root) before anything is copied or run:
-control characters, relative paths, '..', system directories and trees (tasks/state_dir.yml, the
-server's guard for a directory a root service writes). Through ansible-playbook on this machine
-(connection local): the guard's tasks alone, and the whole role on a host with a GPU."""
+control characters, relative paths, '..', system directories and trees, other users' trees (its
+kind, state-dir, in roles/gpu_admit/meta/input_kinds.yml, judged by the check the role's entry point
+runs first). Through ansible-playbook on this machine (connection local): the role's check alone
+(sglang.deploy.sglang_inputs), and the whole role on a host with a GPU."""
 
 import json
 import os
@@ -20,6 +21,8 @@ REFUSED = {
     "tmp": ("/tmp", "[input-system-dir]"),
     "var-lib": ("/var/lib/", "[input-system-dir]"),
     "relative": ("admission", "[input-path]"),
+    "home": ("/home/alice/admission", "[input-user-tree]"),
+    "var-tmp": ("/var/tmp/admission", "[input-user-tree]"),
     "traversal": ("/var/lib/sglang-deploy/../../../etc/cron.d", "[input-path]"),
     "newline": ("/var/lib/sglang-deploy/admission\nExecStartPre=/tmp/x", "[input-control-char]"),
     "line-separator": ("/var/lib/sglang-deploy/admission\u2028x", "[input-control-char]"),
@@ -28,14 +31,16 @@ REFUSED = {
 
 def run(tmp_path, state_dir, whole_role=False):
     task = ({"ansible.builtin.include_role": {"name": "gpu_admit"}} if whole_role else
-            {"ansible.builtin.include_role": {"name": "gpu_admit", "tasks_from": "state_dir"}})
+            {"sglang.deploy.sglang_inputs": {"role": "gpu_admit"}})
     play = [{"name": "State dir", "hosts": "localhost", "connection": "local", "gather_facts": False,
              "tasks": [dict(task, name="The admission")]}]
     (tmp_path / "play.json").write_text(json.dumps(play))
     (tmp_path / "extra.json").write_text(json.dumps({
         "ansible_python_interpreter": sys.executable, "gpu_admit_state_dir": state_dir,
         "gpu_host_facts": {"gpu_count": 1}, "gpu_admit_enabled": True,
-        "gpu_admit_local_fact_dir": str(tmp_path / "facts"), "gpu_admit_textfile_dir": str(tmp_path / "tf")}))
+        # the record's directories as a test host would have them (not under /tmp: another user's tree)
+        "gpu_admit_local_fact_dir": "/var/lib/sglang-deploy-test/facts",
+        "gpu_admit_textfile_dir": "/var/lib/sglang-deploy-test/tf"}))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCAL_TEMP=str(tmp_path / ".ansible-tmp"))
     return subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", str(tmp_path / "play.json"),
@@ -47,8 +52,8 @@ def refusal(tmp_path, value, whole_role=False):
     """The output of a run that must fail at the guard, naming the variable and the fix."""
     proc = run(tmp_path, value, whole_role)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "gpu_admit on localhost: gpu_admit_state_dir [input-" in out, out
-    assert "Fix: an absolute directory of the admission's own" in out, out
+    assert proc.returncode != 0 and "localhost: gpu_admit_state_dir [input-" in out, out
+    assert "Fix: " in out and "(nothing was touched)" in out, out
     return out
 
 

@@ -12,6 +12,7 @@ loads them all. Standard library only; a value is never quoted when its kind is 
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, NamedTuple
 
 
@@ -83,8 +84,16 @@ def check(spec, value, ctx=None, where="") -> list:
             return [Problem("input-required", "is empty", "give a value (it has no default)", where)]
         return []
     found = KINDS[spec["kind"]].check(value, spec, ctx)
-    here = getattr(ctx, "variable", "") + where
-    return [p._replace(where=where + p.where, message=p.message.replace("{here}", here)) for p in found]
+    return [p._replace(where=where + p.where) for p in found]
+
+
+def located(variable, problem):
+    """``problem`` with ``{here}`` in its message (the mapping a key belongs to) named: the
+    variable and the part of it that holds the key (``where`` less its last part)."""
+    if "{here}" not in problem.message:
+        return problem
+    parent = re.sub(r"\[[^\[\]]*\]$", "", problem.where)
+    return problem._replace(message=problem.message.replace("{here}", variable + parent))
 
 
 def shown(value, spec) -> str:
@@ -98,4 +107,5 @@ def shown(value, spec) -> str:
 def line(host, variable, problem) -> str:
     """The one form of every refusal: ``host: variable[part] [rule] message Fix: fix``."""
     head = f"{host}: " if host else ""
+    problem = located(variable, problem)
     return f"{head}{variable}{problem.where} [{problem.rule}] {problem.message} Fix: {problem.fix}"

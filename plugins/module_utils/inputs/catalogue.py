@@ -10,7 +10,8 @@ import os
 
 # the kinds register themselves when their modules are imported
 from ansible_collections.sglang.deploy.plugins.module_utils.inputs import envs, net, places, scalars, shapes  # noqa: F401
-from ansible_collections.sglang.deploy.plugins.module_utils.inputs.base import KINDS, Ctx, Problem, check, line, spec_of
+from ansible_collections.sglang.deploy.plugins.module_utils.inputs.base import (
+    KINDS, Ctx, Problem, check, line, located, spec_of)
 from ansible_collections.sglang.deploy.plugins.module_utils.inputs.cross import CHECKS
 
 ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles")
@@ -82,7 +83,7 @@ def role_problems(kinds, ctx, options=None) -> list:
         if value is ctx.missing:
             continue
         ctx.variable = name
-        found += [(name, p) for p in check(spec, value, ctx)]
+        found += [(name, located(name, p)) for p in check(spec, value, ctx)]
     for name in (kinds or {}).get("checks") or ():
         found += CHECKS[name][0](ctx)
     return found

@@ -30,7 +30,7 @@ def _value_problems(name, value, spec):
     if isinstance(value, (list, dict)):
         return [Problem("input-env-value", f"is a {type(value).__name__}, not one value",
                         "give a string or a number", f"[{name!r}]")]
-    found = control_problems(str(value), spec)
+    found = control_problems(str(value), dict(spec, secret=True))  # a value may be a credential: never quoted
     return [p._replace(where=f"[{name!r}]") for p in found]
 
 

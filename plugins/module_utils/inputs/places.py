@@ -164,10 +164,12 @@ def _unit_name(value, spec, ctx):
     if not problem:
         return []
     rule = "input-unit-reserved" if "the system has" in problem else "input-unit-name"
+    unit = str(value).removesuffix(".service")
     if rule == "input-unit-reserved" or "another unit" in problem:
-        unit = str(value).removesuffix(".service")
         problem += (f": /etc/systemd/system/{unit}.service would replace it, and the deploy would start, stop "
                     "or restart it")
+    else:
+        problem += f": the unit would be written to /etc/systemd/system/{unit}.service"
     example = str(spec.get("example", "sglang"))
     fix = (f"give a name of the deploy's own, e.g. {example}" if rule == "input-unit-reserved" or "another unit"
            in problem else f"letters, digits and : _ . @ - only, no '/', a name of its own, e.g. {example}")

@@ -83,15 +83,14 @@ def _one_of(value, spec, ctx):
     return first or []
 
 
-@kind("flags", "SGLang's launch flags, judged by the flag model (plugins/module_utils/flags/): names argparse "
-      "resolves to exactly themselves, no key or --config, values of one line, no value argparse reads as an "
-      "option; the rules table judges the rest")
+@kind("flags", "SGLang's launch flags, judged by the flag model (plugins/module_utils/flags/) without a catalog, so "
+      "alike wherever it runs: names argparse reads as exactly themselves (no prefix of the options the deploy "
+      "reads, no upper case), no key, --config or unsafe option by any spelling, values of one line, no value "
+      "argparse reads as an option, ports and sizes in range; the lint's rules judge the rest with the catalog")
 def _flags(value, spec, ctx):
     from ansible_collections.sglang.deploy.plugins.module_utils.flags import inputs as _inputs  # controller only
-    catalog = ctx.var("sglang_flags_catalog") if hasattr(ctx, "var") else None
-    catalog = catalog if isinstance(catalog, dict) else None
     found = []
-    for finding in _inputs.sglang_flags_inputs(value, catalog=catalog, version="-"):
+    for finding in _inputs.sglang_flags_inputs(value, catalog=None, version="-"):
         if finding.get("severity") != "error":
             continue
         flag, message = str(finding.get("flag") or ""), str(finding["message"])
