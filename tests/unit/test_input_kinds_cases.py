@@ -1,4 +1,4 @@
-"""Every input of issue 54 that passed every check a round ago, refused by the kind of its role's
+"""Every input that passed every check before the roles' inputs had kinds, refused by the kind of its role's
 option (roles/<role>/meta/input_kinds.yml; plugins/module_utils/inputs/) through the check each
 role's entry points and the lint run: a line naming the host, the variable (and the part of it),
 the rule and the fix, and never a secret's value. tests/integration/test_input_kinds_playbooks.py

@@ -106,13 +106,22 @@ def _walk(spec):
         yield from _walk(spec.get("value", "text"))
 
 
+def option_kind(spec) -> str:
+    """The kind an option is counted under: its own, or for a list the kind of its items (a list of
+    networks is of the kind network)."""
+    spec = spec_of(spec)
+    while spec.get("kind") == "list":
+        spec = spec_of(spec.get("of", "text"))
+    return spec.get("kind")
+
+
 def kind_counts(kinds_files) -> dict:
-    """kind -> the number of options (of every role given: {role: kinds file}) of that kind (an
-    option's top-level kind)."""
+    """kind -> the number of options (of every role given: {role: kinds file}) of that kind
+    (option_kind)."""
     counts: dict = {}
     for kinds in kinds_files.values():
         for spec in ((kinds or {}).get("options") or {}).values():
-            name = spec_of(spec).get("kind")
+            name = option_kind(spec)
             counts[name] = counts.get(name, 0) + 1
     return counts
 
@@ -132,3 +141,25 @@ def closed_dicts(name, spec, path=""):
         key = spec_of(spec.get("key", "text"))
         sample = (key.get("choices") or ["x"])[0]
         yield from closed_dicts(name, spec.get("value", "text"), f"{path}[{sample!r}]")
+
+
+def docs_table(kinds_files) -> str:
+    """docs/security.md's table (scripts/input-kinds-table.py writes it): the options per kind of
+    every role given ({role: kinds file}), what each kind refuses, and the cross-checks."""
+    counts = kind_counts(kinds_files)
+    rows = [f"| `{name}` | {counts.get(name, 0)} | {k.summary} |"
+            for name, k in sorted(KINDS.items(), key=lambda kv: (-counts.get(kv[0], 0), kv[0]))]
+    checks = [f"| `{name}` | {', '.join(sorted(r for r, f in kinds_files.items() if name in (f.get('checks') or [])))}"
+              f" | {summary} |" for name, (_, summary) in sorted(CHECKS.items())]
+    return "\n".join([
+        f"{sum(counts.values())} options of {len(kinds_files)} roles, each with its kind; {counts.get('free', 0)} of "
+        "them free-form, each with the reason in its kinds file.",
+        "",
+        "| kind | options (a list: of its items' kind) | what it is, what it refuses |",
+        "| --- | --- | --- |",
+        *rows,
+        "",
+        "| cross-check | roles | what it holds |",
+        "| --- | --- | --- |",
+        *checks,
+    ])

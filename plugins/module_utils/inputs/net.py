@@ -56,9 +56,9 @@ def url_credentials(parts) -> str:
     return f"the query parameter {secret!r}" if secret else ""
 
 
-@kind("url", "a URL: one of `schemes`, a host (only this host where `local`, one of the inventory's where "
-      "`inventory`), no user information or secret query parameter unless `credentials: allow` (then printed "
-      "without them: sglang_http.public_url)", ("schemes", "local", "credentials", "base"))
+@kind("url", "a URL: one of `schemes` (http, https), a host (only this host where `local`), no user information or "
+      "secret query parameter unless `credentials: allow` (then printed without them: sglang_http.public_url, "
+      "and never resent on a redirect to another origin)", ("schemes", "local", "credentials", "base"))
 def _url(value, spec, ctx):
     if isinstance(value, (list, dict, bool, int, float)):
         return [Problem("input-type", f"is a {type(value).__name__}, not a URL", "e.g. http://127.0.0.1:30000")]

@@ -61,7 +61,7 @@ def range_problems(value, spec, integer):
            or (spec.get("above") is not None and found <= spec["above"])
            or (spec.get("below") is not None and found >= spec["below"]))
     if bad:
-        return [Problem("input-range", f"{found!r} is not {limits}: it cannot work{meaning}", fix)]
+        return [Problem("input-range", f"{found!r} cannot work: it must be {limits}{meaning}", fix)]
     return []
 
 
