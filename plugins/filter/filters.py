@@ -17,7 +17,6 @@ from ansible_collections.sglang.deploy.plugins.module_utils.flags import (
     sandbox,
     server_guard,
     sm,
-    specs,
 )
 from ansible_collections.sglang.deploy.plugins.module_utils.gpu import cuda_toolkit, topology_env
 from ansible_collections.sglang.deploy.plugins.module_utils.ml_env import lock
@@ -56,14 +55,11 @@ class FilterModule:
             "sglang_flags_host_rules": flags_rules.sglang_flags_host_rules,
             "sglang_flags_inputs": flags_inputs.sglang_flags_inputs,
             "sglang_flags_key_findings": exposure.sglang_flags_key_findings,
-            "sglang_flags_lint_spec": specs.sglang_flags_lint_spec,
             "sglang_flags_normalize_sm": sm.sglang_flags_normalize_sm,
             "sglang_flags_package_names": requirements.sglang_flags_package_names,
             "sglang_flags_report": report.sglang_flags_report,
             "sglang_flags_sandbox_active": sandbox.sglang_flags_sandbox_active,
             "sglang_flags_sandbox_findings": sandbox.sglang_flags_sandbox_findings,
-            "sglang_flags_spec_files": specs.sglang_flags_spec_files,
-            "sglang_flags_spec_findings": specs.sglang_flags_spec_findings,
             "sglang_flags_version_from_spec": requirements.sglang_flags_version_from_spec,
             "sglang_key_problem": exposure.sglang_key_problem,
             "sglang_normalize_args": render.sglang_normalize_args,

@@ -21,6 +21,12 @@ EXEMPT = {
     ("sglang_firewall", "lint"): "run by playbooks/lint.yml after its check of every role, and by the role's main "
                                  "after main's own check",
     ("model_files", "lint"): "run by playbooks/lint.yml after its check of every role",
+    ("sglang_flags", "model"): "the flag model itself, run by playbooks/lint.yml after its check of every role and by "
+                               "sglang_server's render after that role's entry point judged the flags; a name it "
+                               "cannot read fails the normalisation with its fix",
+    ("sglang_gateway", "group"): "run on every host of the inventory by deploy.yml's second play, on the controller "
+                                 "only (add_host by a variable): its one option is a group name the lint's check of "
+                                 "every role (the gateway hosts' play included) judged first",
 }
 # the kinds whose value is a mapping (a dict option must have one of them)
 MAPPING_KINDS = {"dict", "map", "env", "flags", "smg-args", "free"}

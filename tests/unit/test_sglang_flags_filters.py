@@ -1,5 +1,5 @@
 """The code beside the rules evaluator in plugins/module_utils/flags/ that the evaluation
-and the lint use: flags/report.py (report lines), flags/specs.py (argument specs),
+and the lint use: flags/report.py (report lines),
 flags/env.py (task environment), flags/version.py, flags/sm.py and
 flags/requirements.py (versions, SM, package spec), and the folder's filter names."""
 
@@ -12,14 +12,13 @@ from ansible_collections.sglang.deploy.plugins.module_utils.flags import report 
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import requirements as sglang_flags_requirements
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import rules as F
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import sm as sglang_flags_sm
-from ansible_collections.sglang.deploy.plugins.module_utils.flags import specs as sglang_flags_specs
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import version as sglang_flags_version
 import yaml
 from sglang_flags_rules_support import MINIMAL, ROLE, ROOT, check
 
 
 # ---------------------------------------------------------------------------------------------
-# report lines, argument specs, task environment
+# report lines, task environment
 # ---------------------------------------------------------------------------------------------
 def test_format_and_report_name_host_flag_rule_fix():
     found = check(dict(MINIMAL, **{"moe-runner-backend": "flashinfer_trtllm"}), {"SGLANG_ENABLE_SPEC_V2": 1})
@@ -36,24 +35,6 @@ def test_collect_marks_hosts_without_findings():
     hostvars = {"a": {"_x": []}, "b": {}}
     out = sglang_flags_report.sglang_flags_collect(hostvars, ["a", "b"], "_x")
     assert out["a"] == [] and out["b"][0]["rule"] == "not-evaluated"
-
-
-def test_spec_findings_from_validate_argument_spec_results():
-    results = [
-        {"item": "/r/roles/ml_env/meta/argument_specs.yml", "failed": False,
-         "msg": "The arg spec validation passed"},
-        {"item": "/r/roles/gpu_host/meta/argument_specs.yml", "failed": False,
-         "argument_errors": ["argument 'gpu_host_expected_gpu_count' is of type str and we were unable to convert to int"],
-         "msg": "Validation of arguments failed"},
-    ]
-    found = sglang_flags_specs.sglang_flags_spec_findings(results)
-    assert [(f["rule"], f["flag"], f["severity"]) for f in found] == [
-        ("argument-spec", "role gpu_host", "error")]
-
-
-def test_lint_spec_drops_required_and_default():
-    spec = {"a": {"type": "str", "required": True, "default": "computed", "choices": ["x"]}}
-    assert sglang_flags_specs.sglang_flags_lint_spec(spec) == {"a": {"type": "str", "choices": ["x"]}}
 
 
 def test_env_dict_for_the_task_environment():

@@ -169,8 +169,15 @@ def _key(value, spec, ctx):
     return []
 
 
-@kind("free", "free-form: the spec says why (`why`) and what judges it instead", ("why",))
+_TYPES = {"dict": dict, "list": (list, tuple), "str": str}
+
+
+@kind("free", "free-form: the spec says why (`why`) and what judges it instead; of the `type` given (dict, list, "
+      "str)", ("why", "type"))
 def _free(value, spec, ctx):
+    wanted = spec.get("type")
+    if wanted and not isinstance(value, _TYPES[wanted]):
+        return [Problem("input-type", f"is a {type(value).__name__}, not a {wanted}", f"give a {wanted}")]
     return []
 
 
