@@ -25,6 +25,14 @@ def catalog(version, directory=None):
         return json.load(fh)
 
 
+def newest(directory=None):
+    """The newest smg version with a catalog ("" when there is none): the role's pin, where the
+    check runs without the role's defaults (the lint's first task judges what the inventory sets)."""
+    names = [n[len("smg-"):-len(".json")] for n in os.listdir(directory or CATALOG_DIR)
+             if n.startswith("smg-") and n.endswith(".json")]
+    return max(names, key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")], default="")
+
+
 def unknown(name, options):
     """"" when ``--name`` is an option of ``options`` (a catalog's), else the closest ones in words."""
     option = "--" + str(name).lstrip("-")
