@@ -84,13 +84,17 @@ def _system_tree_problems(value, spec, what):
 
 
 @kind("path", "an absolute path the role reads (no '..', whitespace, '%' or control character); below "
-      "`roots` where given; `prefixes`: characters a unit's setting may put before it (-/path)",
-      ("roots", "suffix", "prefixes"))
+      "`roots` where given; `prefixes`: characters a unit's setting may put before it (-/path); `root_only`: "
+      "never in another user's tree (root replaces or trusts what is there)",
+      ("roots", "suffix", "prefixes", "root_only"))
 def _path(value, spec, ctx):
     text = str(value)
     if spec.get("prefixes") and text[:1] in spec["prefixes"]:
         value = text[1:]
-    return syntax_problems(value, spec) or _roots_problems(value, spec, "it") or _suffix_problems(value, spec)
+    found = syntax_problems(value, spec) or _roots_problems(value, spec, "it") or _suffix_problems(value, spec)
+    if not found and spec.get("root_only"):
+        found = _user_tree_problems(value, spec, "root would replace or trust what another user can put there")
+    return found
 
 
 @kind("file", "a file the role writes as root: a path, never in another user's tree or a system tree "
