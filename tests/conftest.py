@@ -5,6 +5,9 @@ finds it through ansible.cfg collections_path."""
 import importlib
 import json
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -36,3 +39,18 @@ def fixture_smg_launcher():
     """roles/sglang_gateway/files/smg_launcher.py as a module (it imports smg only in main()): a
     script on the gateway host, imported here by its name in the collection like any other file."""
     return importlib.import_module("ansible_collections.sglang.deploy.roles.sglang_gateway.files.smg_launcher")
+
+
+@pytest.fixture(name="host_tmp")
+def fixture_host_tmp():
+    """A scratch directory for a test that runs a role on this machine as its host, outside the trees
+    other users can write into (the roles' input kinds refuse /tmp, /var/tmp and the homes as places
+    root writes, docs/security.md "Input kinds"): /var/lib/sglang-deploy-tests/<unique>, root's own
+    (0700), removed afterwards."""
+    base = Path("/var/lib/sglang-deploy-tests")
+    base.mkdir(mode=0o755, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="t-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -28,6 +28,7 @@ PLAY = """
     gpu_host_facts: "{{{{ lookup('file', '{facts}') | from_json }}}}"
     gpu_admit_python: {python}
     gpu_admit_server_unit: {unit}
+    sglang_server_service_name: {unit}
     gpu_admit_local_fact_dir: {tmp}/facts
     gpu_admit_state_dir: {tmp}/state
     gpu_admit_textfile_dir: {tmp}/textfile
@@ -37,8 +38,10 @@ PLAY = """
 
 
 @pytest.fixture(name="host")
-def fixture_host(tmp_path):
-    """(run(*args, facts=..., unit=...) -> (rc, out), tmp_path); the stand-in python counts its runs."""
+def fixture_host(host_tmp):
+    """(run(*args, facts=..., unit=...) -> (rc, out), the host's directory); the stand-in python counts
+    its runs. The host's directories are not under /tmp: the role refuses a state directory there."""
+    tmp_path = host_tmp
     python = tmp_path / "python"
     python.write_text("#!/bin/sh\necho run >> %s/measured\ncat %s\n" % (tmp_path, MEASURED), encoding="utf-8")
     python.chmod(0o755)

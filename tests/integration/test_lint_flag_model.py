@@ -56,6 +56,14 @@ def test_wildcard_bind_with_dashes_and_unit_injection_in_the_firewall_are_refuse
     args["--port"] = 31000
     _write(copy, BAD, {"sglang_server_args": args, "sglang_firewall_enabled": False})
     _write(copy, GOOD, {"sglang_firewall_ruleset_path": "/etc/nftables.d/x.nft\nExecStartPre=/tmp/pwn"})
+    # the injected ruleset path is refused by its kind, in the lint's one report
+    rc, out = run_lint("-i", str(copy))
+    assert rc != 0
+    text = flat(out)
+    assert f"{GOOD}: sglang_firewall_ruleset_path [input-control-char]" in text and "ExecStartPre=/tmp/pwn" in text
+    assert "Fix: remove it" in text
+    # without it the flags pass and the firewall's own lint refuses the wildcard bind
+    _write(copy, GOOD, {})
     rc, out = run_lint("-i", str(copy))
     failure = _failure(out)
     assert rc != 0
@@ -63,7 +71,4 @@ def test_wildcard_bind_with_dashes_and_unit_injection_in_the_firewall_are_refuse
     line = _line(failure, f"sglang_firewall: {BAD} (nothing was changed):")
     assert "--host [firewall-open-bind] '0.0' (sglang_server_args) binds every address of the host" in line
     assert "Fix: bind a declared address" in line
-    line = _line(failure, f"sglang_firewall: {GOOD} (nothing was changed):")
-    assert "sglang_firewall_ruleset_path [input-control-char]" in line and "ExecStartPre=/tmp/pwn" in line
-    assert "Fix: remove it" in line
     assert "unreachable=1" not in out and "changed=1" not in out

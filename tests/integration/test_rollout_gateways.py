@@ -63,7 +63,10 @@ def _run(tmp_path, ports, group_var):
         "children": {
             "sglang_hosts": {"hosts": {"worker-1": {"ansible_connection": "local",
                                                     "ansible_python_interpreter": sys.executable,
-                                                    "sglang_gateway_worker_url": WORKER}}},
+                                                    "sglang_gateway_worker_url": WORKER,
+                                                    # the server listens where the worker URL says
+                                                    # (the gateway role's kinds hold the two together)
+                                                    "sglang_server_args": {"port": 31001}}}},
             # the gateway group under another name than the role's default `gateway`
             "front_door": {"hosts": {f"gw-{i}": {"ansible_host": "127.0.0.1", "sglang_gateway_port": port}
                                      for i, port in enumerate(ports, 1)}}},

@@ -23,7 +23,9 @@ SERVICE = ROLE / "templates" / "sglang-firewall-watch.service.j2"
 # variables unlike the defaults, so that each one is seen where it lands
 CUSTOM = {"sglang_firewall_watch_interval_sec": 7, "sglang_firewall_table": "fw_watch_test",
           "sglang_firewall_ruleset_path": "/etc/nftables.d/fw-watch-test.nft",
-          "sglang_firewall_service_name": "fw-test", "sglang_firewall_server_service": "model-server"}
+          "sglang_firewall_service_name": "fw-test", "sglang_firewall_server_service": "model-server",
+          # the server's own unit, which the firewall's drop-in goes to (its kinds hold them together)
+          "sglang_server_service_name": "model-server"}
 
 
 def render(tmp_path, extra):

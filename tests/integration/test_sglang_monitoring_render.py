@@ -136,10 +136,13 @@ def test_check_mode_writes_nothing(tmp_path):
     assert not target.exists()
 
 
-def test_a_relative_output_dir_is_refused():
-    rc, out = playbook("inventories/local", "-e", "sglang_monitoring_output_dir=relative/dir")
+@pytest.mark.parametrize("path,rule", [("relative/dir", "input-path"), ("/tmp", "input-system-dir")])
+def test_an_output_dir_that_cannot_be_the_roles_is_refused(path, rule):
+    # by its kind (roles/sglang_monitoring/meta/input_kinds.yml), before anything is written: a
+    # relative path, or a system directory whose mode the role would change (/tmp: 1777 -> 0755)
+    rc, out = playbook("inventories/local", "-e", "sglang_monitoring_output_dir=%s" % path)
     assert rc != 0
-    assert "needs sglang_monitoring_output_dir, an absolute" in " ".join(out.split())
+    assert f"localhost: sglang_monitoring_output_dir [{rule}]" in " ".join(out.split()), out
 
 
 def test_syntax_check_of_the_default_inventory():

@@ -9,7 +9,6 @@ from urllib.parse import urlsplit
 
 from ansible_collections.sglang.deploy.plugins.module_utils.flags import model as _model
 from ansible_collections.sglang.deploy.plugins.module_utils.inputs.base import Problem
-from ansible_collections.sglang.deploy.plugins.module_utils.inputs.net import is_this_host
 from ansible_collections.sglang.deploy.plugins.module_utils.inputs.scalars import number
 
 CHECKS = {}
@@ -95,28 +94,23 @@ def _firewall_port(ctx):
         f"{server}"))]
 
 
-@cross("worker-url-is-this-host", "the URL the gateways reach this host's server by is this host at the server's "
-       "port (the clients' key goes there)")
+@cross("worker-url-is-the-servers-port", "the URL the gateways reach this host's server by names the server's port "
+       "(the clients' requests and key go there; its host may be any name of this host)")
 def _worker_url(ctx):
     found = _defined(ctx, "sglang_gateway_worker_url")
     if found is None or found[0] in (None, ""):
         return []
     try:
-        parts = urlsplit(str(found[0]))
-        host, port = parts.hostname, parts.port or 80
+        port = urlsplit(str(found[0])).port or 80
     except ValueError:
         return []  # the url kind refuses it
-    problems = []
-    if host and not is_this_host(host, ctx):
-        problems.append(f"names {host}, not this host ({ctx.host})")
     server = server_port(ctx)
-    if server is not None and port != server:
-        problems.append(f"names port {port}, not the server's {server}")
-    if not problems:
+    if server is None or port == server:
         return []
     return [("sglang_gateway_worker_url", Problem(
-        "input-url-host", f"{' and '.join(problems)}: the gateways would send the clients' requests and this "
-        "host's key elsewhere", "leave it unset (http://<ansible_host>:<the server's port>)"))]
+        "input-url-port", f"names port {port}, not the server's {server}: the gateways would send this host's "
+        "clients and key to whatever listens there", "leave it unset (http://<ansible_host>:<the server's port>) "
+        "or name the server's port"))]
 
 
 @cross("model-unit-is-server-unit", "the unit whose model revision is never pruned is the server's own")

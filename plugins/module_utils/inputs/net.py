@@ -37,9 +37,16 @@ def is_loopback(host) -> bool:
 
 
 def is_this_host(host, ctx) -> bool:
-    """Loopback, or one of the host's own names and addresses (its inventory name, ansible_host)."""
-    return is_loopback(host) or str(host).lower().strip("[]").rstrip(".") in {
-        a.strip("[]").rstrip(".") for a in ctx.addresses}
+    """Loopback, or one of the host's own names and addresses: its inventory name, ansible_host, the
+    address its server binds (the normalised --host), and the addresses gathered facts list."""
+    own = set(ctx.addresses)
+    flags = ctx.var("sglang_flags_normalized")
+    if isinstance(flags, dict) and flags.get("host"):
+        own.add(str(flags["host"]).lower())
+    facts = ctx.var("ansible_facts")
+    if isinstance(facts, dict):
+        own.update(str(a).lower() for a in (facts.get("all_ipv4_addresses") or []) + (facts.get("all_ipv6_addresses") or []))
+    return is_loopback(host) or str(host).lower().strip("[]").rstrip(".") in {a.strip("[]").rstrip(".") for a in own}
 
 
 @kind("port", "a TCP port, 1-65535")

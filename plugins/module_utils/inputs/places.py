@@ -123,6 +123,12 @@ def _state_dir(value, spec, ctx):
         value, spec, "the role would chmod it and keep root's scripts, keys or records there")
 
 
+@kind("controller-dir", "a directory the role creates and writes on the controller, as the playbook's user: an "
+      "absolute path, never a system directory (/tmp would lose its sticky bit); the user's own trees are theirs")
+def _controller_dir(value, spec, ctx):
+    return syntax_problems(value, spec) or _system_dir_problems(value, spec)
+
+
 @kind("executable", "a program root runs: an absolute path (a bare name looked up on PATH where `name_ok`), "
       "never in another user's tree", ("name_ok",))
 def _executable(value, spec, ctx):
