@@ -77,7 +77,7 @@ def _system_dir_problems(value, spec):
 def _system_tree_problems(value, spec, what):
     tree = _guard.system_tree(value)
     if not tree or any((_guard.normalise(value) or "").startswith(str(r).rstrip("/") + "/")
-                       for r in spec.get("roots") or ()):
+                       for r in list(spec.get("roots") or ()) + list(spec.get("within") or ())):
         return []
     return [Problem("input-system-dir", f"{shown(value, spec)} lies in the system tree {tree}: {what}",
                     "give a directory of the deploy's own, e.g. below /var/lib")]
@@ -97,8 +97,9 @@ def _path(value, spec, ctx):
     return found
 
 
-@kind("file", "a file the role writes as root: a path, never in another user's tree or a system tree "
-      "(but below `roots`), its directory not a system directory", ("roots", "suffix"))
+@kind("file", "a file the role writes as root: a path (below `roots` where given), never in another user's tree "
+      "or a system tree (but below `roots` or `within`), its directory not a system directory",
+      ("roots", "suffix", "within"))
 def _file(value, spec, ctx):
     return (syntax_problems(value, spec) or _roots_problems(value, spec, "the file belongs")
             or _suffix_problems(value, spec)
