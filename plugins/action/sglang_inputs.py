@@ -9,6 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import combine_vars
 
 from ansible_collections.sglang.deploy.plugins.module_utils.inputs import catalogue
 from ansible_collections.sglang.deploy.plugins.modules.sglang_inputs import ARGUMENT_SPEC
@@ -35,6 +36,20 @@ class _Variables:
         return value
 
 
+def spec_errors(role, entry, values, params):
+    """Ansible's own validation of an entry point's argument spec (what the task it inserts before a
+    role's tasks does: types, choices, required), on the host's values and the include's role
+    parameters. The check runs it itself, so that an include may leave Ansible's out
+    (``rolespec_validate: false``) and an entry point costs one task, not two."""
+    spec = ((catalogue.load_specs(role).get(entry) or {}).get("options")) or {}
+    if not spec:
+        return []
+    given = {name: values.get_value(name, None) for name in spec}
+    given = {name: value for name, value in given.items() if value is not None}
+    checked = ArgumentSpecValidator(spec).validate(combine_vars(given, params or {}), validate_role_argument_spec=True)
+    return list(checked.error_messages)
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -54,6 +69,12 @@ class ActionModule(ActionBase):
         ctx = catalogue.Ctx(host, (host, task_vars.get("ansible_host"), task_vars.get("inventory_hostname_short")),
                             _Variables(self._templar, task_vars))
         found = []
+        variables = ctx._variables  # pylint: disable=protected-access  the one templating of this task
+        if not args.get("roles") and self._task._role:  # an entry point: its argument spec too
+            entry = (self._task._role._from_files or {}).get("tasks", "main")
+            for message in spec_errors(roles[0], entry, variables, self._task._role._role_params):
+                found.append((roles[0], f"role {roles[0]} ({entry})", catalogue.Problem(
+                    "argument-spec", message, f"correct the variable (roles/{roles[0]}/meta/argument_specs.yml)")))
         for role in roles:
             for variable, problem in catalogue.role_problems(catalogue.load_kinds(role), ctx):
                 found.append((role, variable, problem))

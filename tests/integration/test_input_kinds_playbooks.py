@@ -68,3 +68,19 @@ def test_good_inputs_pass_the_check(tmp_path, options):
     whatever a demo host on this machine is doing)."""
     rc, out = deploy(tmp_path, {}, options, "playbooks/lint.yml")
     assert rc == 0 and "nothing was touched" not in out, out
+
+
+def test_the_check_validates_the_argument_spec_where_ansibles_task_is_left_out(tmp_path):
+    """An include with ``rolespec_validate: false`` (deploy.yml's hot path) loses Ansible's own
+    validation task; the entry point's check runs it instead: a required option missing is refused
+    with the argument spec's message, on the controller, before anything else of the role."""
+    play = [{"name": "No spec task", "hosts": "sglang-local-1", "gather_facts": False, "tasks": [
+        {"name": "ml_env's check without its generation", "ansible.builtin.include_role": {
+            "name": "ml_env", "tasks_from": "check", "rolespec_validate": False}}]}]
+    (tmp_path / "play.json").write_text(json.dumps(play))
+    rc, out = deploy(tmp_path, {"ansible_connection": "local"}, (), str(tmp_path / "play.json"))
+    flat = " ".join(out.split())
+    assert rc != 0
+    assert "Validating arguments against arg spec" not in out
+    assert ("sglang-local-1: role ml_env (check) [argument-spec] missing required arguments: ml_env_target_generation"
+            in flat), out

@@ -129,3 +129,42 @@ def test_every_kind_and_cross_check_says_what_it_is():
     assert all(summary for _, summary in C.CHECKS.values())
     used = {C.spec_of(s).get("kind") for d in role_dirs() for s in (kinds(d) or {}).get("options", {}).values()}
     assert used <= set(C.KINDS)
+
+
+def role_includes():
+    """(file, role, entry, rolespec_validate) of every include_role / import_role of the playbooks and roles."""
+    found = []
+    for path in sorted(list(ROOT.glob("*.yml")) + list(ROOT.glob("playbooks/*.yml")) + list(ROOT.glob("roles/*/tasks/*.yml"))):
+        def walk(node):
+            if isinstance(node, dict):
+                for key in ("ansible.builtin.include_role", "ansible.builtin.import_role"):
+                    if isinstance(node.get(key), dict):
+                        args = node[key]
+                        found.append((str(path.relative_to(ROOT)), args.get("name"), args.get("tasks_from", "main"),
+                                      args.get("rolespec_validate", True)))
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for item in node:
+                    walk(item)
+        walk(yaml.safe_load(path.read_text()))
+    return found
+
+
+@pytest.mark.parametrize("where,role,entry", [(w, r, e) for w, r, e, v in role_includes() if v is False])
+def test_an_include_without_ansibles_validation_targets_an_entry_point_that_validates(where, role, entry):
+    """``rolespec_validate: false`` leaves Ansible's own argument spec task out: only where the entry
+    point's first task (sglang.deploy.sglang_inputs) validates the spec itself."""
+    assert (role, entry) not in EXEMPT, f"{where}: {role} {entry} has no check of its own"
+    assert ACTION in first_task(ROOT / "roles" / role, entry), f"{where}: {role} {entry}"
+
+
+def test_the_deploys_hot_path_costs_one_task_per_entry_point():
+    """The no-op deploy's entry points are included without Ansible's own validation task (the check
+    does both): a slower deploy would follow from leaving one out."""
+    deploy = {(r, e) for w, r, e, v in role_includes() if w == "deploy.yml" and v is False}
+    assert {("gpu_host", "main"), ("cuda_toolkit", "main"), ("sglang_firewall", "main"), ("ml_env", "main"),
+            ("model_files", "main"), ("sglang_watchdog", "install"), ("gpu_admit", "main"), ("sglang_flags", "main"),
+            ("sglang_server", "validate"), ("sglang_rollout", "plan"), ("sglang_server", "ensure_running"),
+            ("sglang_watchdog", "main"), ("sglang_rollout", "main"), ("sglang_gateway", "main"),
+            ("sglang_gateway", "register")} <= deploy

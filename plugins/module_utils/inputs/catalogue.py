@@ -37,6 +37,22 @@ def load_kinds(role) -> dict:
     return _LOADED[role]
 
 
+def load_specs(role) -> dict:
+    """The argument specs of ``role`` (roles/<role>/meta/argument_specs.yml: entry point -> spec),
+    loaded once per process; {} when it has none."""
+    key = ("specs", role)
+    if key not in _LOADED:
+        import yaml  # controller only
+        path = os.path.join(ROLES, role, "meta", "argument_specs.yml")
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                _LOADED[key] = (yaml.load(handle, Loader=loader) or {}).get("argument_specs") or {}
+        else:
+            _LOADED[key] = {}
+    return _LOADED[key]
+
+
 def refusals(role, values, host="", addresses=(), cross=False) -> list:
     """The lines of ``values`` (option -> value, only those given) refused by ``role``'s kinds;
     the cross-checks too where ``cross`` (they read other variables from ``values``)."""
