@@ -84,7 +84,8 @@ def _number(value, spec, ctx):
     return range_problems(value, spec, integer=False)
 
 
-@kind("choice", "one of the argument spec's choices (checked there)", ("choices",))
+@kind("choice", "one of `choices` (the argument spec's, where it lists them; a contract test holds the two equal)",
+      ("choices",))
 def _choice(value, spec, ctx):
     choices = spec.get("choices")
     if choices and value not in choices and str(value) not in [str(c) for c in choices]:
