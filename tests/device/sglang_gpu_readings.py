@@ -346,12 +346,12 @@ def main():
         if "buckets" in stages and sizes:
             passes, t_b = [], time.time()
             for i in range(a.load_passes):
-                if i > 0 and (time.time() - t_b > a.bucket_seconds or run.left() < 200):
+                if i > 0 and (time.time() - t_b > a.bucket_seconds or run.left() < 150):
                     break
                 passes.append(load_pass(client, ps, alone, sizes, 59, limits))
                 run.put("buckets", {"passes": passes})
                 run.log("buckets pass %d: %s in %ss" % (i + 1, passes[-1]["level"], passes[-1]["seconds"]))
-        if "speed" in stages and run.left() > 240:
+        if "speed" in stages and run.left() > 150:
             run.put("speed", speed(client, model, a.speed_rounds, (1, 8, 32, 64)))
             run.log("speed: %s" % run.data["stages"]["speed"]["decode_tps"])
         if "endpoint" in stages:
