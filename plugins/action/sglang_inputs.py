@@ -6,6 +6,8 @@ the next entry point that can) and runs the catalogue (plugins/module_utils/inpu
 
 from __future__ import annotations
 
+import os
+
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
@@ -66,8 +68,11 @@ class ActionModule(ActionBase):
         if not all(roles):
             return dict(result, failed=True, msg="sglang_inputs: name the role (role:), or call it inside one")
         host = str(task_vars.get("inventory_hostname", ""))
+        local = str(getattr(self._play_context, "connection", "") or task_vars.get("ansible_connection", "")) in (
+            "local", "ansible.builtin.local")
+        as_user = local and not self._play_context.become and os.geteuid() != 0
         ctx = catalogue.Ctx(host, (host, task_vars.get("ansible_host"), task_vars.get("inventory_hostname_short")),
-                            _Variables(self._templar, task_vars))
+                            _Variables(self._templar, task_vars), as_user=as_user)
         found = []
         variables = ctx._variables  # pylint: disable=protected-access  the one templating of this task
         if not args.get("roles") and self._task._role:  # an entry point: its argument spec too

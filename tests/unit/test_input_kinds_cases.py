@@ -160,3 +160,16 @@ def test_the_issues_inputs_are_refused_naming_host_variable_rule_and_fix(name):
 ])
 def test_what_works_passes(role, values):
     assert refusals(role, values) == []
+
+
+def test_on_the_controller_as_its_own_user_a_home_is_that_users():
+    """playbooks/verify_endpoint.yml verifies from the controller (connection local, the playbook's
+    user): its reports and python may be in that user's home; as root on a host they may not."""
+    kinds = C.load_kinds("sglang_verify")
+    values = {"sglang_verify_quality_candidate": "/home/alice/sglang-deploy/reports/endpoints/e/candidate.json",
+              "sglang_verify_bench_python": "/home/alice/venv/bin/python"}
+    as_root = C.role_lines(HOST, kinds, C.Ctx(HOST, (HOST,), values))
+    assert sorted([line.split(" [")[0], line.split(" [")[1].split(" ")[0]] for line in as_root) == [
+        [f"{HOST}: sglang_verify_bench_python", "input-user-tree]"],
+        [f"{HOST}: sglang_verify_quality_candidate", "input-user-tree]"]]
+    assert C.role_lines(HOST, kinds, C.Ctx(HOST, (HOST,), values, as_user=True)) == []

@@ -46,8 +46,11 @@ class Ctx:
 
     missing = object()
 
-    def __init__(self, host="", addresses=(), variables=None, variable=""):
+    def __init__(self, host="", addresses=(), variables=None, variable="", as_user=False):
         self.host = str(host or "")
+        # the host is the controller, reached as the playbook's own (not root) user: the trees of
+        # other users' (a home) are that user's own there (playbooks/verify_endpoint.yml)
+        self.as_user = as_user
         self.variable = variable  # the option being judged (messages name it: "{here}")
         self.addresses = {str(a).lower() for a in addresses if a not in UNSET}
         self._variables = variables if variables is not None else {}

@@ -56,9 +56,9 @@ def _suffix_problems(value, spec):
     return []
 
 
-def _user_tree_problems(value, spec, what):
+def _user_tree_problems(value, spec, what, ctx=None):
     tree = _guard.user_tree(value)
-    if not tree:
+    if not tree or getattr(ctx, "as_user", False):  # the playbook's own user on the controller: theirs
         return []
     return [Problem("input-user-tree", f"{shown(value, spec)} lies in {tree}, which other users can write into or "
                     f"own: {what}", "give a place root alone writes, e.g. below /var/lib, /opt or /etc")]
@@ -74,8 +74,10 @@ def _system_dir_problems(value, spec):
                     f"give a directory of the deploy's own below it, e.g. {found.rstrip('/')}/sglang")]
 
 
-def _system_tree_problems(value, spec, what):
+def _system_tree_problems(value, spec, what, root_home_ok=False):
     tree = _guard.system_tree(value)
+    if (tree == "/root" and root_home_ok) or tree in _guard.USER_TREES:
+        return []  # a file in root's own home touches no one else's; a user's tree is judged as theirs
     if not tree or any((_guard.normalise(value) or "").startswith(str(r).rstrip("/") + "/")
                        for r in list(spec.get("roots") or ()) + list(spec.get("within") or ())):
         return []
@@ -93,7 +95,7 @@ def _path(value, spec, ctx):
         value = text[1:]
     found = syntax_problems(value, spec) or _roots_problems(value, spec, "it") or _suffix_problems(value, spec)
     if not found and spec.get("root_only"):
-        found = _user_tree_problems(value, spec, "root would replace or trust what another user can put there")
+        found = _user_tree_problems(value, spec, "root would replace or trust what another user can put there", ctx)
     return found
 
 
@@ -103,8 +105,8 @@ def _path(value, spec, ctx):
 def _file(value, spec, ctx):
     return (syntax_problems(value, spec) or _roots_problems(value, spec, "the file belongs")
             or _suffix_problems(value, spec)
-            or _user_tree_problems(value, spec, "a symlink planted there would take root's write elsewhere")
-            or _system_tree_problems(value, spec, "root would write a file the system reads")
+            or _user_tree_problems(value, spec, "a symlink planted there would take root's write elsewhere", ctx)
+            or _system_tree_problems(value, spec, "root would write a file the system reads", root_home_ok=True)
             or _system_dir_problems(_guard.normalise(value).rsplit("/", 1)[0] or "/", spec))
 
 
@@ -114,7 +116,7 @@ def _dir(value, spec, ctx):
     return (syntax_problems(value, spec) or _roots_problems(value, spec, "the directory belongs")
             or _system_dir_problems(value, spec)
             or _user_tree_problems(value, spec, "the role would chmod or chown a directory another user owns, "
-                                   "and write as root where they can plant a symlink"))
+                                   "and write as root where they can plant a symlink", ctx))
 
 
 @kind("state-dir", "a directory of the role's own state, written as root and trusted (scripts run from it, "
@@ -137,7 +139,7 @@ def _executable(value, spec, ctx):
     if spec.get("name_ok") and "/" not in text and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", text):
         return []
     return syntax_problems(value, spec) or _user_tree_problems(
-        value, spec, "root would run a program another user can replace")
+        value, spec, "root would run a program another user can replace", ctx)
 
 
 @kind("search-path", "a PATH: absolute directories separated by ':', none empty or in another user's tree")
@@ -148,7 +150,7 @@ def _search_path(value, spec, ctx):
             return [Problem("input-path", "has an empty entry, which a shell reads as the working directory",
                             "remove the empty entry (no leading, trailing or doubled ':')")]
         found = syntax_problems(entry, spec) or _user_tree_problems(
-            entry, spec, "a program found there would run as root")
+            entry, spec, "a program found there would run as root", ctx)
         if found:
             return found
     return []
