@@ -111,16 +111,3 @@ def _worker_url(ctx):
         "input-url-port", f"names port {port}, not the server's {server}: the gateways would send this host's "
         "clients and key to whatever listens there", "leave it unset (http://<ansible_host>:<the server's port>) "
         "or name the server's port"))]
-
-
-@cross("model-unit-is-server-unit", "the unit whose model revision is never pruned is the server's own")
-def _model_unit(ctx):
-    found = _defined(ctx, "model_files_server_unit")
-    if found is None or found[0] in (None, ""):
-        return []
-    expected = f"/etc/systemd/system/{server_unit(ctx)}.service"
-    if str(found[0]) == expected:
-        return []
-    return [("model_files_server_unit", Problem(
-        "input-server-unit", f"{found[0]!r} is not the server's unit file ({expected}): the prune would not see "
-        "the revision the server runs", f"leave it unset or set it to {expected}"))]
