@@ -168,3 +168,41 @@ def test_the_deploys_hot_path_costs_one_task_per_entry_point():
             ("sglang_server", "validate"), ("sglang_rollout", "plan"), ("sglang_server", "ensure_running"),
             ("sglang_watchdog", "main"), ("sglang_rollout", "main"), ("sglang_gateway", "main"),
             ("sglang_gateway", "register")} <= deploy
+
+
+def required_without_default(role_dir) -> list:
+    """Options whose kind says ``required: true`` although an entry point that judges the role's
+    kinds may run without them: no default in defaults/main.yml and not required by that entry
+    point's own spec (the kinds are the role's, judged at every entry point; a value only one entry
+    point needs is required by that entry point's argument spec, not by its kind)."""
+    defaults_file = role_dir / "defaults" / "main.yml"
+    defaults = (yaml.safe_load(defaults_file.read_text()) if defaults_file.is_file() else None) or {}
+    found = []
+    for option, entry in ((kinds(role_dir) or {}).get("options") or {}).items():
+        if not (isinstance(entry, dict) and entry.get("required")) or option in defaults:
+            continue
+        for name, spec in specs(role_dir).items():
+            opts = (spec or {}).get("options") or {}
+            if opts and (role_dir.name, name) not in EXEMPT and not (opts.get(option) or {}).get("required"):
+                found.append(f"{role_dir.name}.{option}: its kind is required, but entry point {name} runs "
+                             "without it (no default, not required by its spec)")
+    return found
+
+
+@pytest.mark.parametrize("role_dir", role_dirs(), ids=lambda p: p.name)
+def test_a_required_kind_holds_at_every_entry_point(role_dir):
+    assert required_without_default(role_dir) == []
+
+
+def test_a_kind_required_where_an_entry_point_may_leave_it_out_fails(tmp_path):
+    role = tmp_path / "new_role"
+    (role / "meta").mkdir(parents=True)
+    (role / "meta" / "argument_specs.yml").write_text(yaml.safe_dump({"argument_specs": {
+        "check": {"options": {"new_role_target": {"type": "str", "required": True}}},
+        "activate": {"options": {"new_role_target": {"type": "str"}}}}}))
+    (role / "meta" / "input_kinds.yml").write_text(yaml.safe_dump({"options": {
+        "new_role_target": {"kind": "dir-name", "required": True}}}))
+    assert required_without_default(role) == ["new_role.new_role_target: its kind is required, but entry point "
+                                              "activate runs without it (no default, not required by its spec)"]
+    (role / "meta" / "input_kinds.yml").write_text(yaml.safe_dump({"options": {"new_role_target": "dir-name"}}))
+    assert required_without_default(role) == []
