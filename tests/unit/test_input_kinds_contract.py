@@ -28,6 +28,11 @@ EXEMPT = {
                                  "only (add_host by a variable): its one option is a group name the lint's check of "
                                  "every role (the gateway hosts' play included) judged first",
 }
+# entry points whose first task reports the kinds' refusals as findings instead of failing, and why
+REPORTING = {
+    ("sglang_flags", "judge"): "it exports findings instead of failing (the sweep records a candidate whose inputs "
+                               "are refused as rejected, and runs the others)",
+}
 # the kinds whose value is a mapping (a dict option must have one of them)
 MAPPING_KINDS = {"dict", "map", "env", "flags", "smg-args", "free"}
 
@@ -104,6 +109,9 @@ def test_every_entry_point_refuses_its_inputs_first(role, entry):
     task = first_task(ROOT / "roles" / role, entry)
     assert ACTION in task, f"roles/{role}/tasks/{entry}.yml: the first task is not {ACTION}: {task.get('name')}"
     assert "always" in (task.get("tags") or []), f"roles/{role}/tasks/{entry}.yml: the check is not tagged always"
+    if (role, entry) in REPORTING:
+        assert task[ACTION] == {"report": True} and task.get("register"), task
+        return
     assert not task[ACTION], "the check judges its own role (no arguments)"
 
 
