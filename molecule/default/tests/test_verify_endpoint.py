@@ -48,7 +48,7 @@ def wait_until(predicate, what, limit=900):
 def endpoint():
     """A server started by hand where the deployed one was; the deployed unit back afterwards."""
     url = f"http://{ip_of(HOST)}:30000"
-    sh(HOST, "systemctl stop sglang && ! pgrep -f sglang.launch_server")
+    sh(HOST, "systemctl stop sglang && ! pgrep -f '[s]glang[.]launch_server'")
     argv = " ".join(["/root/ml-env/bin/python", "-m", "sglang.launch_server"] + BY_HAND)
     sh(HOST, f"cd /tmp && HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1 setsid nohup {argv} "
              ">/tmp/sglang-by-hand.log 2>&1 </dev/null &")
@@ -59,8 +59,8 @@ def endpoint():
         figure(f"verify_endpoint: a server started by hand generated after {time.monotonic() - t0:.0f} s")
         yield url
     finally:
-        sh(HOST, "pkill -f sglang.launch_server; for i in $(seq 60); do pgrep -f sglang.launch_server || break; "
-                 "sleep 1; done; pkill -9 -f sglang.launch_server; systemctl start sglang")
+        sh(HOST, "pkill -f '[s]glang[.]launch_server'; for i in $(seq 60); do pgrep -f '[s]glang[.]launch_server' || break; "
+                 "sleep 1; done; pkill -9 -f '[s]glang[.]launch_server'; systemctl start sglang")
         wait_until(lambda: generates(url), "the deployed unit did not serve again")
 
 
