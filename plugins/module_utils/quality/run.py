@@ -69,10 +69,13 @@ def free_run(client, text, max_tokens, spec=None, top_k=0):
 
 def generate_batch(client, prompt_ids, max_tokens, top_k):
     """One /generate with several prompts (a list of input_ids): SGLang's scheduler receives
-    them together and decodes them in one batch. Each generation's {ids, logprobs, top}."""
+    them together and decodes them in one batch. ``max_tokens``: one for all, or one per prompt
+    (a list of sampling_params: generations of staggered lengths). Each generation's {ids,
+    logprobs, top}."""
+    params = [{"temperature": 0, "max_new_tokens": int(n)} for n in max_tokens] if isinstance(max_tokens, list) \
+        else {"temperature": 0, "max_new_tokens": int(max_tokens)}
     status, resp = client.post_json("/generate", {
-        "input_ids": [list(p) for p in prompt_ids],
-        "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
+        "input_ids": [list(p) for p in prompt_ids], "sampling_params": params,
         "return_logprob": True, "top_logprobs_num": int(top_k), "return_text_in_logprobs": True})
     if status != 200 or not isinstance(resp, list) or len(resp) != len(prompt_ids):
         raise QualityError("/generate of a batch of %d answered %s: %s" % (
@@ -80,29 +83,53 @@ def generate_batch(client, prompt_ids, max_tokens, top_k):
     return [_output_logprobs(r["meta_info"], _output_ids(r)) for r in resp]
 
 
+def run_staggered(client, refs, lengths, top_k, margin):
+    """One batch of generations of staggered lengths (plugins/module_utils/quality/load.py,
+    staggered()): ``refs`` per prompt {prompt_ids, out: {ids, logprobs, top}} decoded alone (or
+    recorded); ``lengths`` the batch's max_new_tokens. Returns (rows, the lengths the generations
+    had as planned): each row compare_generation()'s, with ``index`` (the prompt's) and
+    ``batch``, the decode batch size at its first divergence."""
+    plan = load.assign(lengths, [len(r["out"]["ids"]) for r in refs])
+    got = generate_batch(client, [refs[i]["prompt_ids"] for i, _, _ in plan], [n for _, n, _ in plan], top_k)
+    sizes = load.stagger_sizes([e for _, _, e in plan])
+    rows = []
+    for (i, n, _), gen in zip(plan, got):
+        # the reference as far as this generation was asked to go
+        ref = dict((key, (refs[i]["out"].get(key) or [])[:n]) for key in ("ids", "logprobs", "top"))
+        row = load.compare_generation(ref, gen, margin)
+        row.update(index=i, batch=load.first_wrong_size(row, sizes))
+        rows.append(row)
+    return rows, [e for _, _, e in plan]
+
+
 def run_load(client, prompts, alone, q, server_info):
     """The load part of the quality result (plugins/module_utils/quality/load.py): the
-    prompts decoded again in batches at each batch size, each generation against its run alone
-    (``alone``: per prompt, prompt_ids and the {ids, logprobs, top} of its greedy run)."""
+    prompts decoded again in batches of staggered lengths that pass through every batch size from
+    the largest down to 2, each generation against its run alone (``alone``: per prompt,
+    prompt_ids and the {ids, logprobs, top} of its greedy run); repeated until the largest size
+    has seen the generations the detection probability needs."""
     t0 = time.time()
     n_tok, k = int(q.get("max_tokens") or 24), int(q.get("top_k") or 5)
     fault_rate = float(q.get("load_fault_rate") or 0.05)
     generations = load.generations_for(fault_rate, float(q.get("load_detect_probability") or 0.95))
     sizes, how = load.batch_sizes(server_info, q.get("load_batch_sizes"), q.get("load_max_batch"))
-    per_size, requests = [], 0
-    for size in sizes:
-        rows = []
-        for batch in load.rounds(len(prompts), size, generations):
-            got = generate_batch(client, [alone[i]["prompt_ids"] for i in batch], n_tok, k)
+    largest = max(sizes)
+    passes = max(1, -(-generations // largest))
+    margin = (q.get("load_tolerance") or {}).get("divergence_margin", 0.0)
+    rows, had, requests, tokens = [], [], 0, 0
+    for _ in range(passes):
+        for lengths in load.staggered(largest, max(len(a["out"]["ids"]) for a in alone)):
+            got, lens = run_staggered(client, alone, lengths, k, margin)
             requests += 1
-            for i, gen in zip(batch, got):
-                row = load.compare_generation(alone[i]["out"], gen, (q.get("load_tolerance") or {}).get(
-                    "divergence_margin", 0.0))
+            tokens += sum(lens)
+            had.append(lens)
+            for row in got:
+                i = row["index"]
                 row["prompt"] = {"id": prompts[i].get("id") or "p%02d" % i, "text": prompts[i]["text"]}
-                rows.append(row)
-        per_size.append(load.judge_size(size, rows, q.get("load_same"), q.get("load_tolerance")))
-    out = load.summarize(per_size, fault_rate, generations)
-    out.update(sizes_from=how, requests=requests, seconds=round(time.time() - t0, 2))
+            rows += got
+    judged = load.judge_size(largest, rows, q.get("load_same"), q.get("load_tolerance"))
+    out = load.summarize_staggered(judged, load.coverage(had, largest, fault_rate), fault_rate, passes)
+    out.update(largest=largest, sizes_from=how, requests=requests, tokens=tokens, seconds=round(time.time() - t0, 2))
     return out
 
 
