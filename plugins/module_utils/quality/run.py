@@ -13,6 +13,8 @@ import os
 import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
+from ansible_collections.sglang.deploy.plugins.module_utils.quality.batch import (  # noqa: F401 (QualityError: sglang_probe's)
+    QualityError, generate_one, output_ids, output_logprobs, generate_batch, run_staggered)
 from ansible_collections.sglang.deploy.plugins.module_utils.quality.compare import compare_prompt, describe_worst, judge, prompt_set_hash, summarize
 from ansible_collections.sglang.deploy.plugins.module_utils.release.state import current_quality
 from ansible_collections.sglang.deploy.plugins.module_utils.verify.output import quote
@@ -22,84 +24,23 @@ FORMAT = 1
 MODEL_STAMP = ".sglang-deploy-model.json"
 
 
-class QualityError(Exception):
-    """A request the quality check needs did not answer as SGLang's /generate does."""
-
-
-def _generate(client, body):
-    status, resp = client.post_json("/generate", body)
-    if status != 200 or not isinstance(resp, dict) or "meta_info" not in resp:
-        raise QualityError("/generate answered %s: %s" % (status, quote((resp or {}).get("error") or resp, 300)))
-    return resp
-
-
-def _output_logprobs(meta, out):
-    """{ids, logprobs, top} of a generation's output tokens from its meta_info."""
-    lps = meta.get("output_token_logprobs") or []
-    tops = meta.get("output_top_logprobs") or []
-    return {"ids": [int(x) for x in out], "logprobs": [e[0] for e in lps],
-            "top": [[[t[0], int(t[1])] + ([t[2]] if len(t) > 2 else []) for t in (pos or [])] for pos in tops]}
-
-
-def _output_ids(resp):
-    out = resp.get("output_ids")
-    if out is None:
-        out = [int(e[1]) for e in resp["meta_info"].get("output_token_logprobs") or []]
-    return out
-
-
 def free_run(client, text, max_tokens, spec=None, top_k=0):
     """(prompt token ids, greedy continuation ids, the continuation's logprobs and top-k) of one
     prompt alone. With speculative decoding the server's meta_info counts verify steps
     (spec_verify_ct): added to ``spec`` [tokens, steps]."""
-    resp = _generate(client, {
+    resp = generate_one(client, {
         "text": text, "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
         "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": int(top_k),
         "return_text_in_logprobs": True})
     meta = resp["meta_info"]
     prompt_ids = [int(e[1]) for e in meta.get("input_token_logprobs") or []]
-    out = _output_ids(resp)
+    out = output_ids(resp)
     if not prompt_ids:
         raise QualityError("/generate returned no input token ids for %s" % quote(text, 80))
     if spec is not None and meta.get("spec_verify_ct"):
         spec[0] += int(meta.get("completion_tokens") or len(out))
         spec[1] += int(meta["spec_verify_ct"])
-    return prompt_ids, [int(x) for x in out], _output_logprobs(meta, out)
-
-
-def generate_batch(client, prompt_ids, max_tokens, top_k):
-    """One /generate with several prompts (a list of input_ids): SGLang's scheduler receives
-    them together and decodes them in one batch. ``max_tokens``: one for all, or one per prompt
-    (a list of sampling_params: generations of staggered lengths). Each generation's {ids,
-    logprobs, top}."""
-    params = [{"temperature": 0, "max_new_tokens": int(n)} for n in max_tokens] if isinstance(max_tokens, list) \
-        else {"temperature": 0, "max_new_tokens": int(max_tokens)}
-    status, resp = client.post_json("/generate", {
-        "input_ids": [list(p) for p in prompt_ids], "sampling_params": params,
-        "return_logprob": True, "top_logprobs_num": int(top_k), "return_text_in_logprobs": True})
-    if status != 200 or not isinstance(resp, list) or len(resp) != len(prompt_ids):
-        raise QualityError("/generate of a batch of %d answered %s: %s" % (
-            len(prompt_ids), status, quote(resp.get("error") if isinstance(resp, dict) else resp, 300)))
-    return [_output_logprobs(r["meta_info"], _output_ids(r)) for r in resp]
-
-
-def run_staggered(client, refs, lengths, top_k, margin):
-    """One batch of generations of staggered lengths (plugins/module_utils/quality/load.py,
-    staggered()): ``refs`` per prompt {prompt_ids, out: {ids, logprobs, top}} decoded alone (or
-    recorded); ``lengths`` the batch's max_new_tokens. Returns (rows, the lengths the generations
-    had as planned): each row compare_generation()'s, with ``index`` (the prompt's) and
-    ``batch``, the decode batch size at its first divergence."""
-    plan = load.assign(lengths, [len(r["out"]["ids"]) for r in refs])
-    got = generate_batch(client, [refs[i]["prompt_ids"] for i, _, _ in plan], [n for _, n, _ in plan], top_k)
-    sizes = load.stagger_sizes([e for _, _, e in plan])
-    rows = []
-    for (i, n, _), gen in zip(plan, got):
-        # the reference as far as this generation was asked to go
-        ref = dict((key, (refs[i]["out"].get(key) or [])[:n]) for key in ("ids", "logprobs", "top"))
-        row = load.compare_generation(ref, gen, margin)
-        row.update(index=i, batch=load.first_wrong_size(row, sizes))
-        rows.append(row)
-    return rows, [e for _, _, e in plan]
+    return prompt_ids, [int(x) for x in out], output_logprobs(meta, out)
 
 
 def run_load(client, prompts, alone, q, server_info):
@@ -137,7 +78,7 @@ def score(client, prompt_ids, ids, top_k):
     """Teacher forcing: the logprob of each of ``ids`` after ``prompt_ids`` and the top-k there."""
     if not ids:
         return {"logprobs": [], "top": [], "texts": []}
-    resp = _generate(client, {
+    resp = generate_one(client, {
         "input_ids": list(prompt_ids) + list(ids), "sampling_params": {"temperature": 0, "max_new_tokens": 0},
         "return_logprob": True, "logprob_start_len": len(prompt_ids), "top_logprobs_num": int(top_k),
         "return_text_in_logprobs": True})
