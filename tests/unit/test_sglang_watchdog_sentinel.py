@@ -187,3 +187,79 @@ def test_the_textfile_counts_runs_wrong_answers_and_says_out_and_given_up():
     assert 'sglang_watchdog_sentinel_out{service="sglang"} 1' in text
     fresh = render("sglang", wd.new_state(), 1.0, True, False, {})
     assert 'sglang_watchdog_sentinel_out{service="sglang"} 0' in fresh and 'sentinel_ok{service="sglang"} 1' in fresh
+
+
+def _program():
+    from ansible_collections.sglang.deploy.roles.sglang_watchdog.files import sglang_watchdog_run
+    return sglang_watchdog_run
+
+
+def test_the_program_takes_a_wrong_host_out_writes_the_incident_restarts_and_brings_it_back(tmp_path):
+    """run() of the installed program, its host's systemd, gateways and server replaced: the
+    reference read from the current release's quality.json, the incident written, the restart
+    issued once, and back in once the restarted server answers right."""
+    import json
+    program = _program()
+    releases, fact = tmp_path / "releases", tmp_path / "sglang_release.fact"
+    (releases / "rel000000001").mkdir(parents=True)
+    (releases / "rel000000001" / "quality.json").write_text(json.dumps(REFERENCE))
+    fact.write_text(json.dumps({"current": "rel000000001"}))
+    config = dict(CONFIG, service="sglang", state_dir=str(tmp_path / "state"), release_dir=str(releases),
+                  release_fact=str(fact), sentinel_interval=60, sentinel_prompts=8, sentinel_tolerance=TOL,
+                  sentinel_timeout=5, base_url="http://127.0.0.1:1", metrics_url="http://127.0.0.1:1/metrics",
+                  journal_lines=5, keep_incidents=5, textfile_dir=str(tmp_path / "textfile"), gateways=[])
+    (tmp_path / "state").mkdir()
+
+    class FakeHost(program.Host):
+        def __init__(self, server):
+            super().__init__(config)
+            self.server, self.pid, self.done = server, 100, []
+
+        def unit(self):
+            return "active", self.pid, 0.0
+
+        def probe(self):
+            return True, False, "answered"
+
+        def progress(self):
+            return 1.0
+
+        def listings(self):
+            return {}
+
+        def remove(self, seen):
+            self.done.append("remove")
+
+        def add(self, seen):
+            self.done.append("add")
+
+        def capture(self, now, state):
+            self.done.append("capture")
+
+        def restart(self):
+            self.done.append("restart")
+
+        def post_json(self, path, body):
+            return self.server.post_json(path, body)
+
+    host = FakeHost(Server(REFERENCE, band=(2, 8)))
+    program.run(config, host, 1000.0)
+    assert host.done == ["remove", "capture", "restart"] and host.server.asked == 2
+    state = json.loads((tmp_path / "state" / "state.json").read_text())
+    incident = json.loads(open(state["sentinel"]["incident"]).read())
+    assert incident["release"] == "rel000000001" and incident["action"] == "out of every gateway, restarted once"
+    assert 2 <= incident["wrong"]["batch"] <= 8 and incident["wrong"]["prompt"].startswith("p")
+    assert incident["wrong"]["expected"]["id"] != incident["wrong"]["got"]["id"]
+    assert "metrics" in incident and "journal" in incident
+    # the same process again, before the restart took it: not asked
+    program.run(config, host, 1005.0)
+    assert host.server.asked == 2
+    # the restarted server answers right: back in, the incident says the restart cleared it
+    host.server, host.pid, host.done = Server(REFERENCE), 200, []
+    program.run(config, host, 1030.0)
+    assert host.done == ["add"] and host.server.asked == 1
+    incident = json.loads(open(state["sentinel"]["incident"]).read())
+    assert incident["after_restart"]["outcome"] == "cleared by the restart"
+    text = (tmp_path / "textfile" / "sglang_watchdog.prom").read_text()
+    assert 'sglang_watchdog_sentinel_wrong_total{service="sglang"} 1' in text
+    assert 'sglang_watchdog_sentinel_out{service="sglang"} 0' in text

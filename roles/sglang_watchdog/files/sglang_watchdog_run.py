@@ -207,8 +207,9 @@ class Host:
         """The capture of a hang plus wrong-answer.json: the sentinel's verdicts, the release,
         the server's /metrics (its sglang: lines) and the unit's journal lines. Its path."""
         self.capture(now, state)
-        path = os.path.join(self.c["state_dir"], "incidents", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)),
-                            "wrong-answer.json")
+        folder = os.path.join(self.c["state_dir"], "incidents", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)))
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, "wrong-answer.json")
         status, text = request(self.c["metrics_url"], None, "GET", {"Accept": "text/plain"}, 5.0)
         _, journal = sh(["journalctl", "-u", self.c["service"], "-n", str(self.c["journal_lines"]), "--no-pager",
                          "-o", "short-iso"])
@@ -257,8 +258,8 @@ def run(config, host, now):
     state, actions = wd.decide(state, obs, config, now)
     carry_out(host, seen, state, actions, now)
     if sen.due(state, obs, actions, now, config.get("sentinel_interval")):
-        state, more = sentinel(config, host, state, obs, now)
-        carry_out(host, seen, state, more, now)
+        state, more, record = sentinel(config, host, state, obs, now)
+        carry_out(host, seen, state, more, now, record)
         actions = actions + more
     write_json(paths["state"], state)
     listed = {u: (serving(w) and wd.ADD not in actions and wd.REMOVE not in actions) for u, w in seen.items()}
@@ -270,7 +271,8 @@ def run(config, host, now):
     return 0
 
 
-def carry_out(host, seen, state, actions, now):
+def carry_out(host, seen, state, actions, now, record=None):
+    """The actions in their order; ``record``: the sentinel's incident, written at INCIDENT."""
     s = state.get("sentinel") or {}
     for action in actions:
         if action == wd.REMOVE:
@@ -281,6 +283,8 @@ def carry_out(host, seen, state, actions, now):
             host.restart()
         elif action == wd.ADD:
             host.add(seen)
+        elif action == sen.INCIDENT:
+            s["incident"] = host.incident(now, state, record)
         elif action in (sen.CLEARED, sen.STILL_WRONG):
             host.incident_outcome(s.get("incident"), "cleared by the restart" if action == sen.CLEARED
                                   else "still wrong after the restart: given up, out of every gateway",
@@ -289,14 +293,14 @@ def carry_out(host, seen, state, actions, now):
 
 def sentinel(config, host, state, obs, now):
     """One ask of the serving sentinel (plugins/module_utils/watchdog/sentinel.py), repeated at
-    once when wrong; (state, actions). The incident is written here, before the restart."""
+    once when wrong; (state, actions, the incident's record where one is to be written)."""
     ref, rid = current_quality(config["release_dir"], config["release_fact"])
     refs = sen.pick(ref, config["sentinel_prompts"])
     s = dict(sen.new_sentinel(), **(state.get("sentinel") or {}))
     state["sentinel"] = s
     if len(refs) < 2:
         s.update(last_at=now, note="nothing to ask: release %s keeps no quality reference with 2 prompts or more" % rid)
-        return state, []
+        return state, [], None
     top_k = (ref or {}).get("top_k") or 5
     first, why = host.ask(refs, top_k)
     retry = None
@@ -304,21 +308,21 @@ def sentinel(config, host, state, obs, now):
         retry, why = host.ask(refs, top_k)
     if first is None or (retry is None and not first["ok"]):
         s.update(last_at=now, note="asked, no answer to judge: %s" % why)
-        return state, []
+        return state, [], None
     state, actions = sen.decide(state, first, retry, obs, config, now)
     s = state["sentinel"]
     s.update(last_seconds=first["seconds"], last_verdict=retry or first)
+    record = None
     if sen.INCIDENT in actions:
-        actions.remove(sen.INCIDENT)
-        s["incident"] = host.incident(now, state, {
+        record = {
             "at": now, "host_unit": config["service"], "release": rid,
             "reference": {"recorded_at": (ref or {}).get("recorded_at"), "kept_since": (ref or {}).get("kept_since"),
                           "prompt_set": (ref or {}).get("prompt_set")},
             "main_pid": obs.get("main_pid"), "first": first, "retry": retry,
             "wrong": retry["wrong"][0], "summary": sen.describe(retry),
             "action": "given up (%s)" % state["given_up"]["detail"] if state.get("given_up")
-            else "out of every gateway, restarted once"})
-    return state, actions
+            else "out of every gateway, restarted once"}
+    return state, actions, record
 
 
 def write_textfile(config, text):
