@@ -193,9 +193,16 @@ def test_staggered_batches_pass_through_every_size_from_the_largest_down_to_two(
 
 
 def test_prompts_are_assigned_longest_first_neighbours_differ_and_early_ends_are_counted():
-    plan = load.assign([9, 9, 8, 7], [24, 3, 24])
-    assert [i for i, _, _ in plan] == [0, 2, 1, 0]
-    assert [e for _, _, e in plan] == [9, 9, 3, 7]  # prompt 1's reference ends after 3 tokens
+    plan = load.assign([9, 9, 8, 7, 3, 2], [24, 3, 24])
+    # prompt 1's reference ends after 3 tokens: it gets only generations of 3 tokens or fewer
+    assert [i for i, _, _ in plan] == [0, 2, 0, 2, 1, 0]
+    assert [e for _, _, e in plan] == [9, 9, 8, 7, 3, 2]
+    # the references of the tiny model's chat prompts: most end before 24 tokens; the batches
+    # still pass through every size (on a demo server, before this rule, 16 of 63 were skipped)
+    available = [24, 24, 24] + [9 + i % 12 for i in range(27)]
+    assert load.longest_usable(available) == 24 and load.longest_usable([5]) == 5 and load.longest_usable([]) == 0
+    had = [[e for _, _, e in load.assign(p, available)] for p in load.staggered(64, load.longest_usable(available))]
+    assert [c["size"] for c in load.coverage(had, 64, 0.05) if not c["generations"]] == []
     # a size a reference that ends early skips is reported as not seen
     sizes = load.stagger_sizes([9, 9, 3, 7])
     assert sizes[1:4] == [4, 4, 3] and sizes[7:] == [2, 2]

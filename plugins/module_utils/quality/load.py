@@ -123,15 +123,31 @@ def stagger_sizes(lengths):
 
 def assign(lengths, available):
     """The prompt of each generation of one staggered batch: ``available`` is the length of each
-    prompt's reference; the longest generations go to the prompts whose reference is long enough,
-    neighbours differ where there are two prompts or more (a fault that swaps rows shows only
-    between different prompts). Returns (prompt index, max_new_tokens, the length it will have)
-    per generation."""
+    prompt's reference. Each generation gets, in turn, one of the prompts whose reference is at
+    least as long as it (the longest where none is), never its neighbour's where two or more
+    would do (a fault that swaps rows shows only between different prompts). Returns (prompt
+    index, max_new_tokens, the length it will have) per generation."""
     order = sorted(range(len(available)), key=lambda i: (-int(available[i]), i))
     if not order:
         return []
-    return [(order[r % len(order)], n, min(n, int(available[order[r % len(order)]])))
-            for r, n in enumerate(lengths)]
+    out, turn, previous = [], 0, None
+    for n in lengths:
+        pool = [i for i in order if int(available[i]) >= n] or order[:1]
+        pick = pool[turn % len(pool)]
+        if pick == previous and len(pool) > 1:
+            turn += 1
+            pick = pool[turn % len(pool)]
+        turn += 1
+        previous = pick
+        out.append((pick, n, min(n, int(available[pick]))))
+    return out
+
+
+def longest_usable(available):
+    """The longest generation a staggered batch can ask for: the second-longest reference (two
+    prompts at least, so that neighbours differ), the longest where there is one prompt."""
+    ranked = sorted((int(n) for n in available), reverse=True)
+    return ranked[1] if len(ranked) > 1 else (ranked[0] if ranked else 0)
 
 
 def rounds(n_prompts, size, generations):

@@ -59,7 +59,7 @@ def run_load(client, prompts, alone, q, server_info):
     margin = (q.get("load_tolerance") or {}).get("divergence_margin", 0.0)
     rows, had, requests, tokens = [], [], 0, 0
     for _ in range(passes):
-        for lengths in load.staggered(largest, max(len(a["out"]["ids"]) for a in alone)):
+        for lengths in load.staggered(largest, load.longest_usable([len(a["out"]["ids"]) for a in alone])):
             got, lens = run_staggered(client, alone, lengths, k, margin)
             requests += 1
             tokens += sum(lens)

@@ -63,7 +63,7 @@ def lengths(refs):
     allow (the shortest still decodes one step at the full size)."""
     if len(refs) < 2:
         return [len(r["out"]["ids"]) for r in refs]
-    longest = max(len(r["out"]["ids"]) for r in refs)
+    longest = load.longest_usable([len(r["out"]["ids"]) for r in refs])
     plan = load.staggered(len(refs), longest)[0]
     extra = longest - max(plan)
     return [n + extra for n in plan]
