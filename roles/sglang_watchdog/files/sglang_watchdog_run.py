@@ -3,8 +3,9 @@
 # imports (found through PYTHONPATH, set by /usr/local/sbin/sglang-watchdog); run by the timer
 # sglang-watchdog.timer (`run`) and by the rollout (`hold`, `release`). It reads the host (the
 # unit, a generation probe, the token counter of /metrics, every gateway's listing, the kernel
-# log), lets plugins/module_utils/watchdog/decide.py decide, carries out what it decided and keeps
-# the state in <state_dir>/state.json. Its config (/etc/sglang-watchdog/config.json, root 0600)
+# log; every sentinel interval the answers to a batch of quality prompts against the current
+# release's reference), lets plugins/module_utils/watchdog/decide.py and sentinel.py decide,
+# carries out what they decided and keeps the state in <state_dir>/state.json. Its config (/etc/sglang-watchdog/config.json, root 0600)
 # and gateways.json hold the gateways' admin key; the server's key is read from the server's own
 # keys file when needed. Nothing here prints either. HTTP, /metrics and the gateway's API are the project's own
 # module_utils, installed beside this file (roles/sglang_watchdog/tasks/main.yml).
