@@ -2,22 +2,17 @@
 decode batches it makes wrong, from its band (SGLANG_TEST_FAULT_BATCH) and its on-file
 (SGLANG_TEST_FAULT_FILE), as the Molecule tests switch it on and off at run time."""
 
-import importlib.util
+import importlib
 import sys
-from pathlib import Path
 
 import pytest
-
-PATH = Path(__file__).resolve().parents[1] / "faults" / "batched_decode" / "sitecustomize.py"
 
 
 @pytest.fixture(name="fault")
 def fixture_fault():
-    """The module loaded under another name; the import hook it installs taken out again."""
+    """The module imported by name; the import hook it installs taken out again."""
     before = list(sys.meta_path)
-    spec = importlib.util.spec_from_file_location("batched_decode_fault", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("ansible_collections.sglang.deploy.tests.faults.batched_decode.sitecustomize")
     yield module
     sys.meta_path[:] = before
 
