@@ -40,7 +40,7 @@ def test_every_alert_has_a_promtool_test():
                 tested.update(t["alertname"] for t in case.get("alert_rule_test", []) if t.get("exp_alerts"))
     alerts = {r["alert"] for g in rules.alert_rules(GPU_FLEET, RULE_OPTIONS)["groups"] for r in g["rules"]}
     assert alerts - tested == set(), "alerts without a firing promtool test"
-    assert len(alerts) == 20
+    assert len(alerts) == 21
 
 
 def test_the_gpu_group_needs_a_host_whose_dcgm_exporter_is_scraped():
@@ -102,8 +102,8 @@ def test_gateway_rules_read_smg_names_and_the_error_threshold():
     assert by_alert["SGLangGatewayCircuitOpen"]["expr"] == 'smg_worker_cb_state{job="smg"} == 1'
 
 
-WATCHDOG_ALERTS = ["SGLangWatchdogRestarted", "SGLangWatchdogGaveUp", "SGLangWorkerOutOfGateway",
-                   "SGLangWatchdogNotRunning"]
+WATCHDOG_ALERTS = ["SGLangWatchdogRestarted", "SGLangWatchdogGaveUp", "SGLangWrongAnswers",
+                   "SGLangWorkerOutOfGateway", "SGLangWatchdogNotRunning"]
 
 
 def test_the_watchdog_group_is_there_by_default_and_goes_with_the_option():
@@ -123,6 +123,9 @@ def test_watchdog_rules_read_the_textfile_through_job_node_and_take_their_option
         "annotations"]["description"]
     assert by_alert["SGLangWatchdogGaveUp"]["expr"] == 'sglang_watchdog_given_up{job="node"} == 1'
     assert by_alert["SGLangWatchdogGaveUp"]["labels"] == {"severity": "critical"}
+    assert by_alert["SGLangWrongAnswers"]["expr"] == (
+        'increase(sglang_watchdog_sentinel_wrong_total{job="node"}[1h]) > 0')
+    assert by_alert["SGLangWrongAnswers"]["labels"] == {"severity": "critical"}
     assert by_alert["SGLangWorkerOutOfGateway"]["for"] == "25m"
     assert "min by (host, instance, service) (sglang_watchdog_listed{job=\"node\"}) == 0" in by_alert[
         "SGLangWorkerOutOfGateway"]["expr"]

@@ -8,6 +8,7 @@ import math
 import pytest
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import compare as q
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import run as vq
 
 SAME = {"max_abs_dlogprob": 0.001}
 TOL = {"max_abs_dlogprob": 0.05, "divergence_margin": 0.05}
@@ -134,34 +135,145 @@ def rows_of(*pairs):
             for i, (a, b) in enumerate(pairs)]
 
 
-def test_levels_per_size_and_the_summary():
+def test_levels_and_the_summary_name_the_batch_size_of_the_first_wrong_token():
     equal = rows_of((ALONE, ALONE), (ALONE, ALONE))
     assert load.judge_size(4, equal, SAME, TOL)["level"] == "same"
     drift = rows_of((ALONE, ALONE), (ALONE, gen([10, 11, 12, 13], [-0.1, -0.5, -0.21, -0.3])))
     judged = load.judge_size(4, drift, SAME, TOL)
     assert judged["level"] == "numerics_changed" and judged["max_abs_dlogprob"] == pytest.approx(0.01)
     # one wrong generation of 59 is enough: an intermittent fault is not averaged away
-    many = rows_of(*([(ALONE, ALONE)] * 58 + [(ALONE, gen([5, 5, 5, 5], [-0.01] * 4))]))
+    many = rows_of(*([(ALONE, ALONE)] * 58 + [(ALONE, gen([10, 11, 5, 5], [-0.1, -0.5] + [-0.01] * 2))]))
+    many[58]["batch"] = load.first_wrong_size(many[58], load.stagger_sizes([4, 3, 2]))
+    assert many[58]["batch"] == 2  # position 2 of lengths 4, 3, 2: decoded with the two longer than 2
     bad = load.judge_size(8, many, SAME, TOL)
-    assert bad["level"] == "degraded" and bad["wrong"] == 1 and bad["exact"] == 58
-    assert bad["worst"].startswith("at batch 8, prompt p58")
-    out = load.summarize([load.judge_size(4, equal, SAME, TOL), bad], 0.05, 59)
-    assert out["level"] == "degraded" and out["sizes"] == [4, 8]
-    assert out["reasons"] == ["1 of 59 generations at batch 8 wrong: " + bad["worst"]]
-    # the probability the check had: its smallest size's generations (2 here)
+    assert bad["level"] == "degraded" and bad["wrong"] == 1 and bad["exact"] == 58 and bad["wrong_sizes"] == [2]
+    assert bad["worst"].startswith("at batch 2, prompt p58")
+    cover = load.coverage([[3, 3, 2]], 3, 0.05)
+    out = load.summarize_staggered(bad, cover, 0.05, 1)
+    assert out["level"] == "degraded" and out["sizes"] == [2, 3] and out["sizes_missed"] == []
+    assert out["reasons"] == ["1 of 59 generations wrong, the first wrong token decoded at batch 2: " + bad["worst"]]
+    # the probability the check had: at its least-seen size (2 generations at batch 2)
     assert out["detect_probability"] == pytest.approx(1 - 0.95 ** 2, abs=1e-4)
 
 
-def test_the_gate_fails_a_degraded_size_naming_it_and_shows_the_probability_otherwise():
-    good = load.summarize([load.judge_size(4, rows_of(*[(ALONE, ALONE)] * 60), SAME, TOL)], 0.05, 59)
-    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": good})
+def test_the_gate_fails_a_degraded_check_naming_the_size_and_shows_the_probability_otherwise():
+    cover = load.coverage(load.staggered(4, 24), 4, 0.05)
+    good = load.summarize_staggered(load.judge_size(4, rows_of(*[(ALONE, ALONE)] * 9), SAME, TOL), cover, 0.05, 1)
+    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": dict(good, requests=1)})
     assert failures == [] and [r["gate"] for r in rows] == ["quality vs last-known-good", "quality at load"]
-    assert rows[1]["value"] == "same" and "batch 4: 60/60 as alone" in rows[1]["note"]
-    assert f"P(a fault in 5% of generations seen) {round(1 - 0.95 ** 60, 4)}" in rows[1]["note"]
-    bad = load.summarize([load.judge_size(8, rows_of((ALONE, gen([5, 5, 5, 5], [-0.01] * 4))), SAME, TOL)], 0.05, 59)
+    assert rows[1]["value"] == "same" and "batch 2-4 in 1 batches: 9/9 generations as alone" in rows[1]["note"]
+    assert f"seen) {round(1 - 0.95 ** 2, 4)} at the least-seen size" in rows[1]["note"]
+    bad_rows = rows_of((ALONE, gen([10, 5, 5, 5], [-0.1] + [-0.01] * 3)))
+    bad_rows[0]["batch"] = 4
+    bad = load.summarize_staggered(load.judge_size(4, bad_rows, SAME, TOL), cover, 0.05, 1)
     # the reference comparison alone is `same`, or there is no reference yet: the load check still decides
     for level in ("same", "recorded"):
         rows, failures = q.gate({"level": level, "summary": {"tokens": 10, "top1": 1.0}, "load": bad})
         assert not rows[1]["ok"] and len(failures) == 1
-        assert failures[0].startswith("quality at load degraded: 1 of 1 generations at batch 8 wrong: at batch 8")
+        assert failures[0].startswith("quality at load degraded: 1 of 1 generations wrong, the first wrong token "
+                                      "decoded at batch 4: at batch 4, prompt p0")
     assert math.isclose(load.detect_probability(0.05, 0), 0.0)
+
+
+def test_staggered_batches_pass_through_every_size_from_the_largest_down_to_two():
+    for largest, longest in ((64, 24), (8, 24), (48, 24), (2, 24), (30, 5), (64, 2)):
+        plans = load.staggered(largest, longest)
+        assert all(max(p) <= longest and min(p) >= 2 for p in plans)
+        seen = sorted(s for p in plans for s in set(load.stagger_sizes(p)) if s)
+        # every size once, in one batch or another, and nothing above the largest
+        assert seen == list(range(2, largest + 1)), (largest, longest)
+        assert plans[0] and len(plans[0]) == largest
+    # 64 with 24-token references: 3 batches (64-42, 41-19, 18-2)
+    plans = load.staggered(64, 24)
+    assert [len(p) for p in plans] == [64, 41, 18] and sum(map(sum, plans)) == 2202
+    assert load.stagger_sizes([4, 3, 2]) == [None, 3, 2, 1]
+    assert load.staggered(1, 24) == [] and load.staggered(8, 1) == []
+    # one batch of 8 in a 24-token reference: lengths 2..8 and 9, sizes 8..2 at positions 1..7
+    assert load.stagger_sizes(load.staggered(8, 24)[0])[1:8] == [8, 7, 6, 5, 4, 3, 2]
+
+
+def test_prompts_are_assigned_longest_first_neighbours_differ_and_early_ends_are_counted():
+    plan = load.assign([9, 9, 8, 7, 3, 2], [24, 3, 24])
+    # prompt 1's reference ends after 3 tokens: it gets only generations of 3 tokens or fewer
+    assert [i for i, _, _ in plan] == [0, 2, 0, 2, 1, 0]
+    assert [e for _, _, e in plan] == [9, 9, 8, 7, 3, 2]
+    # the references of the tiny model's chat prompts: most end before 24 tokens; the batches
+    # still pass through every size (on a demo server, before this rule, 16 of 63 were skipped)
+    available = [24, 24, 24] + [9 + i % 12 for i in range(27)]
+    assert load.longest_usable(available) == 24 and load.longest_usable([5]) == 5 and load.longest_usable([]) == 0
+    had = [[e for _, _, e in load.assign(p, available)] for p in load.staggered(64, load.longest_usable(available))]
+    assert [c["size"] for c in load.coverage(had, 64, 0.05) if not c["generations"]] == []
+    # a size a reference that ends early skips is reported as not seen
+    sizes = load.stagger_sizes([9, 9, 3, 7])
+    assert sizes[1:4] == [4, 4, 3] and sizes[7:] == [2, 2]
+    assert [c["size"] for c in load.coverage([[9, 9, 3, 7]], 4, 0.05) if not c["generations"]] == []
+    # two references that end early together: batch 3 is never decoded, and that is said
+    cover = load.coverage([[9, 9, 3, 3]], 4, 0.05)
+    assert [c["size"] for c in cover if not c["generations"]] == [3]
+    assert [c["generations"] for c in cover] == [2, 0, 4]
+    assert load.assign([3], []) == []
+
+
+class BandFaultServer:
+    """/generate of a server whose decode batches of ``band`` sizes give each row the next
+    row's token (tests/faults/batched_decode with SGLANG_TEST_FAULT_BATCH): each prompt's
+    answer alone is ``answers[prompt]``; a row's token at position p is decoded with the rows
+    still running (those whose max_new_tokens exceed p)."""
+
+    def __init__(self, answers, band):
+        self.answers, self.band, self.requests = answers, band, []
+
+    def post_json(self, path, body):
+        prompts = [tuple(p) for p in body["input_ids"]]
+        params = body["sampling_params"]
+        lengths = [min(p["max_new_tokens"], len(self.answers[k])) for p, k in zip(params, prompts)]
+        self.requests.append(lengths)
+        out = []
+        for r, key in enumerate(prompts):
+            ids = []
+            for pos in range(lengths[r]):
+                alive = [j for j in range(len(prompts)) if lengths[j] > pos]
+                size = len(alive) if pos > 0 else None
+                src = key
+                if size and self.band[0] <= size <= self.band[1]:
+                    src = prompts[alive[(alive.index(r) - 1) % len(alive)]]
+                ids.append(self.answers[src][pos] if pos < len(self.answers[src]) else 0)
+            lps = [[-0.1, t, "t%d" % t] for t in ids]
+            out.append({"output_ids": ids, "meta_info": {"output_token_logprobs": lps,
+                                                         "output_top_logprobs": [[e] for e in lps]}})
+        return 200, out
+
+
+def alone_of(answers):
+    return [{"prompt_ids": list(k), "out": {"ids": list(v), "logprobs": [-0.1] * len(v),
+                                            "top": [[[-0.1, t, "t%d" % t]] for t in v]}} for k, v in answers.items()]
+
+
+ANSWERS = dict(((i,), [100 * i + j for j in range(24)]) for i in range(1, 31))
+PROMPTS = [{"id": "p%02d" % i, "text": "prompt %d" % i} for i in range(1, 31)]
+Q = {"max_tokens": 24, "top_k": 5, "load_max_batch": 64, "load_same": SAME, "load_tolerance": TOL}
+
+
+@pytest.mark.parametrize("band", [(2, 8), (9, 16), (17, 17), (40, 41), (63, 64)])
+def test_a_fault_confined_to_a_band_of_sizes_is_caught_and_named(band):
+    server = BandFaultServer(ANSWERS, band)
+    out = vq.run_load(server, PROMPTS, alone_of(ANSWERS), Q, {"max_running_requests": 4096})
+    assert out["level"] == "degraded", out
+    assert out["sizes"] == list(range(2, 65)) and out["requests"] == 3 == len(server.requests)
+    # the first wrong token of each wrong generation was decoded inside the band, and the reason names it
+    assert out["wrong_sizes"] and all(band[0] <= k <= band[1] for k in out["wrong_sizes"]), out["wrong_sizes"]
+    assert "decoded at batch %d" % out["wrong_sizes"][0] in out["reasons"][0]
+    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": out})
+    assert failures and "at batch %d, prompt" % out["wrong_sizes"][0] in failures[0]
+
+
+def test_an_unchanged_server_passes_through_every_size_at_the_stated_cost():
+    server = BandFaultServer(ANSWERS, (0, 0))
+    out = vq.run_load(server, PROMPTS, alone_of(ANSWERS), Q, {"max_running_requests": 4096})
+    assert out["level"] == "same" and out["reasons"] == [] and out["sizes_missed"] == []
+    assert out["requests"] == 3 and out["tokens"] == 2202 and out["generations"] == 64 + 41 + 18
+    assert [len(r) for r in server.requests] == [64, 41, 18]
+    # the demo's CPU cap of 8: one batch, 59 generations need 8 passes
+    out = vq.run_load(BandFaultServer(ANSWERS, (0, 0)), PROMPTS, alone_of(ANSWERS), dict(Q, load_max_batch=8),
+                      {"max_running_requests": 4096})
+    assert out["sizes"] == list(range(2, 9)) and out["passes"] == 8 and out["requests"] == 8

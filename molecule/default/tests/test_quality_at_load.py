@@ -72,8 +72,8 @@ def test_the_deploy_gate_fails_the_fault_naming_the_batch_size_and_the_host_is_r
     # one request at a time passed
     assert failed.startswith("quality at load degraded: "), failed
     assert " | " not in failed, f"more gates than the check at load failed: {failed}"
-    sizes = re.findall(r"generations at batch (\d+) wrong: at batch \1, prompt \S+ \(.*?\): diverged at token \d+: "
-                       r"alone .*? \(id \d+, logprob -?[0-9.]+\), in the batch", failed)
+    sizes = re.findall(r"generations wrong, the first wrong token decoded at batch [0-9, ]+: at batch (\d+), prompt \S+ "
+                       r"\(.*?\): diverged at token \d+: alone .*? \(id \d+, logprob -?[0-9.]+\), in the batch", failed)
     assert sizes and all(int(n) > 1 for n in sizes), failed
     assert re.search(r"probes +5/5 passed", out)
     assert re.search(r"gate quality vs last-known-good same", out), out[-4000:]
@@ -84,9 +84,9 @@ def test_the_deploy_gate_fails_the_fault_naming_the_batch_size_and_the_host_is_r
         "the restored host was not checked at load, or failed it"
     assert unit_text(HOST) == before_unit and unit_state(HOST)[0] != before_pid
     assert generate([chat_text(q) for q, _ in QA]) == [a for _, a in QA]
-    load = re.search(r"at load degraded: batch ([0-9 and]+), ([0-9 /]+) generations", " ".join(out.split()))
+    load = re.search(r"at load degraded: batch ([0-9-]+) in \d+ batches, ([0-9]+) generations", " ".join(out.split()))
     figure(f"a fault only in shared decode batches: deploy.yml's gate failed at load (batch sizes {', '.join(sizes)}), "
-           f"host restored and serving again; {took:.0f} s in all; generations per size: "
+           f"host restored and serving again; {took:.0f} s in all; generations through every size: "
            f"{load.group(2) if load else '?'}")
 
 

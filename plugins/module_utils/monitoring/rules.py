@@ -247,9 +247,23 @@ def watchdog_rules(o):
              "gateway: {{ $labels.reason }} ({{ $labels.detail }}). "
              '{{ if eq $labels.reason "restart_limit" }}Its restarts did not bring it back: read '
              "journalctl -u {{ $labels.service }} on the host and fix the cause."
+             '{{ else if eq $labels.reason "wrong_answers" }}Its answers differ from the release\'s quality '
+             "reference and a restart did not make them right (SGLangWrongAnswers): read wrong-answer.json in "
+             "its incident, then put the host back on a release that answers right."
              "{{ else }}The GPU needs a reset or the host a reboot.{{ end }} "
              "Then `sglang-watchdog reset` on the host (or the next deploy.yml run) lets it serve again; "
              "what it captured is in /var/lib/sglang-watchdog/incidents/."),
+        rule("SGLangWrongAnswers",
+             "increase(sglang_watchdog_sentinel_wrong_total{%s}[%s]) > 0" % (WD, o["watchdog_restart_window"]),
+             "", "critical",
+             "{{ $labels.service }} on {{ $labels.host }} answered wrong",
+             "The serving sentinel of {{ $labels.service }} on {{ $labels.host }} got answers that differ from the "
+             "running release's quality reference within the last %s (a kernel wrong at some batch shapes: "
+             "docs/operations.md, Wrong answers). Right when asked again at once, it was counted and left serving; "
+             "wrong twice, the host left every gateway and was restarted once, and it is back only if its answers "
+             "are right again (else SGLangWatchdogGaveUp, reason wrong_answers). The prompt, the batch size, "
+             "the position and both tokens are in /var/lib/sglang-watchdog/incidents/*/wrong-answer.json on the "
+             "host." % o["watchdog_restart_window"]),
         rule("SGLangWorkerOutOfGateway",
              "max by (%s) (sglang_watchdog_held{%s}) and on (%s) (%s == 0) unless on (%s) "
              "(sglang_watchdog_given_up{%s} == 1)" % (WD_BY, WD, WD_BY, listed, WD_BY, WD),

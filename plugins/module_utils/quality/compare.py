@@ -293,12 +293,16 @@ def load_gate(load):
     ``degraded`` at any batch size fails, naming the size and the first wrong generation."""
     if not load:
         return [], []
-    sizes = load.get("per_size") or []
-    note = "; ".join("batch %d: %d/%d as alone%s" % (
-        s["size"], s["exact"], s["generations"],
-        ", %d near-ties" % s["diverged_near_tie"] if s.get("diverged_near_tie") else "") for s in sizes)
+    sizes = load.get("sizes") or []
+    note = "batch %s in %d batches: %d/%d generations as alone%s" % (
+        "%d-%d" % (min(sizes), max(sizes)) if sizes else "none", load.get("requests") or 0, load.get("exact") or 0,
+        load.get("generations") or 0,
+        ", %d near-ties" % load["diverged_near_tie"] if load.get("diverged_near_tie") else "")
+    if load.get("sizes_missed"):
+        note += "; not seen at %s (a reference that ended early)" % ", ".join(str(k) for k in load["sizes_missed"])
     if load.get("detect_probability") is not None:
-        note += "; P(a fault in %g%% of generations seen) %s" % (100 * load["fault_rate"], load["detect_probability"])
+        note += "; P(a fault in %g%% of the generations at one size seen) %s at the least-seen size" % (
+            100 * load["fault_rate"], load["detect_probability"])
     row = {"gate": "quality at load", "value": load.get("level"), "limit": None, "unit": "", "note": note,
            "ok": load.get("level") != "degraded"}
     if row["ok"]:

@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 """The quality check at load: greedy answers decoded in batches of several requests against the
-same prompts decoded alone (docs/quality-gate.md, Quality at load).
+same prompts decoded alone (docs/quality-gate.md, Quality at load), through every batch size.
 
 Kernels are picked per shape (CUDA-graph buckets per batch size, autotuned tactics per problem
 size), so a server can answer right one request at a time and wrong as soon as requests share a
-decode batch. The batch-of-one greedy runs of the quality check are the reference: each prompt
-is decoded again among others, at batch sizes taken from what the server resolved, and each
-generation is compared with its run alone, token by token, up to where the two first differ.
+decode batch. The batch-of-one greedy runs of the quality check are the reference: the prompts
+are decoded again together, in batches whose generations have staggered lengths so that the
+running batch shrinks by one at every step and passes through every size from the largest the
+server resolved down to 2 (staggered()), and each generation is compared with its run alone, token by token, up to where the two first differ.
 Before that point both decoded the same context: the logprobs of the same tokens must agree
 within a batch-variance tolerance. At that point the choice must have been a near-tie alone
 (the token picked in the batch within ``divergence_margin`` of the one picked alone); after it
@@ -14,7 +15,8 @@ the contexts differ and nothing more is compared.
 
 A fault that hits a share p of the generations is caught by repetition: n generations at a
 batch size see at least one with probability 1 - (1 - p)^n; n is computed from the profile's
-target probability. Pure functions, standard library only: used on the host by
+target probability. The same comparison serves the serving sentinel of roles/sglang_watchdog
+(plugins/module_utils/watchdog/sentinel.py), against the release's recorded reference. Pure functions, standard library only: used on the host by
 plugins/module_utils/quality/run.py and on the controller by the gate
 (plugins/module_utils/quality/compare.py).
 """
@@ -92,10 +94,66 @@ def batch_sizes(server_info, explicit=None, cap=None):
     return sorted(set([largest] + ([middle] if middle else []))), how
 
 
+def staggered(largest, max_tokens):
+    """The batches that decode at every batch size from ``largest`` down to 2: lists of
+    max_new_tokens, one per generation. In a batch of m generations whose lengths differ, the
+    running batch shrinks by one at every step (position 0 comes from the prefill, position p from
+    the decode step at the size stagger_sizes() gives), so one batch passes through sizes m down to
+    m - (max_tokens - 2); the next batch starts at the size below. ``max_tokens``: the longest
+    generation the reference holds."""
+    largest, top = int(largest), int(max_tokens)
+    if largest < 2 or top < 2:
+        return []
+    plans, m = [], largest
+    while m >= 2:
+        lo = max(2, m - (top - 2))
+        # lo generations live through every step of this batch, the others leave one per step
+        plans.append([m - lo + 2] * lo + [m - r + 1 for r in range(lo, m)])
+        m = lo - 1
+    return plans
+
+
+def stagger_sizes(lengths):
+    """The decode batch size at each output position of generations of these lengths that start
+    together: position p (p >= 1) is decoded with every generation longer than p; position 0 by
+    the prefill (None)."""
+    longest = max(lengths or [0])
+    return [None] + [sum(1 for n in lengths if n > p) for p in range(1, longest)]
+
+
+def assign(lengths, available):
+    """The prompt of each generation of one staggered batch: ``available`` is the length of each
+    prompt's reference. Each generation gets, in turn, one of the prompts whose reference is at
+    least as long as it (the longest where none is), never its neighbour's where two or more
+    would do (a fault that swaps rows shows only between different prompts). Returns (prompt
+    index, max_new_tokens, the length it will have) per generation."""
+    order = sorted(range(len(available)), key=lambda i: (-int(available[i]), i))
+    if not order:
+        return []
+    out, turn, previous = [], 0, None
+    for n in lengths:
+        pool = [i for i in order if int(available[i]) >= n] or order[:1]
+        pick = pool[turn % len(pool)]
+        if pick == previous and len(pool) > 1:
+            turn += 1
+            pick = pool[turn % len(pool)]
+        turn += 1
+        previous = pick
+        out.append((pick, n, min(n, int(available[pick]))))
+    return out
+
+
+def longest_usable(available):
+    """The longest generation a staggered batch can ask for: the second-longest reference (two
+    prompts at least, so that neighbours differ), the longest where there is one prompt."""
+    ranked = sorted((int(n) for n in available), reverse=True)
+    return ranked[1] if len(ranked) > 1 else (ranked[0] if ranked else 0)
+
+
 def rounds(n_prompts, size, generations):
-    """The batches that make ``generations`` generations at ``size``: lists of prompt indices,
-    every batch of distinct prompts where the set is large enough (a fault that swaps rows of a
-    batch shows only between different prompts), the prompts taken in turn across batches."""
+    """The batches that make ``generations`` generations at one ``size`` (tests/device's readings
+    per size): lists of prompt indices, every batch of distinct prompts where the set is large
+    enough, the prompts taken in turn across batches."""
     if n_prompts < 1 or size < 1:
         return []
     count = int(math.ceil(float(generations) / size))
@@ -147,10 +205,19 @@ def wrong(row, tolerance):
     return None
 
 
+def first_wrong_size(row, sizes):
+    """The decode batch size at the position of ``row``'s divergence (stagger_sizes()), or None
+    for position 0 (decoded by the prefill) or past the last step."""
+    d = row.get("diverged") or {}
+    pos = d.get("position")
+    return sizes[pos] if pos is not None and 0 < pos < len(sizes) else None
+
+
 def judge_size(size, rows, same, tolerance):
-    """The verdict of one batch size from compare_generation()'s rows (each with ``prompt``,
-    the prompt's id and text): ``degraded`` when any generation is wrong, ``same`` when every
-    one equals its run alone within the ``same`` limit, else ``numerics_changed``."""
+    """The verdict of generations from compare_generation()'s rows (each with ``prompt``, the
+    prompt's id and text, and with ``batch``, the batch size its first divergence was decoded at,
+    where known): ``degraded`` when any generation is wrong, ``same`` when every one equals its
+    run alone within the ``same`` limit, else ``numerics_changed``."""
     tokens = sum(r["tokens"] for r in rows)
     bad = [(r, wrong(r, tolerance)) for r in rows]
     bad = [(r, why) for r, why in bad if why]
@@ -163,7 +230,8 @@ def judge_size(size, rows, same, tolerance):
     same_max = (same or {}).get("max_abs_dlogprob")
     if bad:
         out["level"] = "degraded"
-        out["worst"] = describe(size, bad[0][0], bad[0][1])
+        out["worst"] = describe(bad[0][0].get("batch", size), bad[0][0], bad[0][1])
+        out["wrong_sizes"] = sorted(set(r["batch"] for r, _ in bad if r.get("batch") is not None))
     elif out["exact"] == len(rows) and (same_max is None or max_abs <= float(same_max)):
         out["level"] = "same"
     else:
@@ -171,11 +239,24 @@ def judge_size(size, rows, same, tolerance):
     return out
 
 
+def coverage(batches, largest, fault_rate):
+    """Per batch size from 2 to ``largest``: how many generations were decoded at it in
+    ``batches`` (each the lengths its generations had) and the probability that gave of seeing a
+    fault hitting ``fault_rate`` of the generations decoded at that size alone."""
+    seen = dict((k, 0) for k in range(2, int(largest) + 1))
+    for lengths in batches:
+        for size in set(s for s in stagger_sizes(lengths) if s is not None and s > 1):
+            seen[size] = seen.get(size, 0) + size
+    return [{"size": k, "generations": n, "detect_probability": round(detect_probability(fault_rate, n), 4)}
+            for k, n in sorted(seen.items())]
+
+
 def describe(size, row, why):
     """One sentence: the batch size, the prompt, the token where the batch left the run alone."""
     d = row.get("diverged") or {}
     prompt = row.get("prompt") or {}
-    head = "at batch %d, prompt %s (%r): %s" % (size, prompt.get("id") or "?", (prompt.get("text") or "")[:40], why)
+    where = "at batch %d" % size if size is not None else "in the prefill"
+    head = "%s, prompt %s (%r): %s" % (where, prompt.get("id") or "?", (prompt.get("text") or "")[:40], why)
     if d.get("alone_id") is None:
         return head + (" (%s)" % d["note"] if d.get("note") else "")
     return head + ": alone %r (id %d, logprob %s), in the batch %r (id %d, logprob %s; alone it had %s)" % (
@@ -184,9 +265,27 @@ def describe(size, row, why):
         else "no place in the top-k")
 
 
+def summarize_staggered(judged, cover, fault_rate, passes):
+    """The load part of the quality result: the level, its reasons, the sizes seen (every one from
+    2 to the largest unless a reference ended early: ``sizes_missed``) and the probability the
+    check had at its least-seen size of seeing a fault at ``fault_rate`` per generation."""
+    reasons = []
+    if judged["level"] == "degraded":
+        reasons = ["%d of %d generations wrong, the first wrong token decoded at batch %s: %s" % (
+            judged["wrong"], judged["generations"],
+            ", ".join(str(k) for k in judged["wrong_sizes"]) or "no decode step (the prefill, or drift alone)",
+            judged["worst"])]
+    seen = [c["size"] for c in cover if c["generations"]]
+    out = dict(judged, reasons=reasons, sizes=seen, sizes_missed=[c["size"] for c in cover if not c["generations"]],
+               per_size=cover, fault_rate=float(fault_rate), passes=int(passes),
+               detect_probability=min([c["detect_probability"] for c in cover] or [None]) if cover else None)
+    out.pop("size", None)
+    return out
+
+
 def summarize(per_size, fault_rate, generations):
-    """The load part of the quality result: the worst level, its reasons and the probability the
-    check had of seeing a fault at ``fault_rate`` per generation at each size."""
+    """The verdicts of several sizes checked one at a time (tests/device's readings): the worst
+    level, its reasons and the probability at the least-seen size."""
     order = ("same", "numerics_changed", "degraded")
     level = max((s["level"] for s in per_size), key=order.index) if per_size else "same"
     reasons = ["%d of %d generations at batch %d wrong: %s" % (s["wrong"], s["generations"], s["size"], s["worst"])

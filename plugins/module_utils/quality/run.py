@@ -13,6 +13,8 @@ import os
 import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
+from ansible_collections.sglang.deploy.plugins.module_utils.quality.batch import (  # noqa: F401 (QualityError: sglang_probe's)
+    QualityError, generate_one, output_ids, output_logprobs, generate_batch, run_staggered)
 from ansible_collections.sglang.deploy.plugins.module_utils.quality.compare import compare_prompt, describe_worst, judge, prompt_set_hash, summarize
 from ansible_collections.sglang.deploy.plugins.module_utils.release.state import current_quality
 from ansible_collections.sglang.deploy.plugins.module_utils.verify.output import quote
@@ -22,87 +24,53 @@ FORMAT = 1
 MODEL_STAMP = ".sglang-deploy-model.json"
 
 
-class QualityError(Exception):
-    """A request the quality check needs did not answer as SGLang's /generate does."""
-
-
-def _generate(client, body):
-    status, resp = client.post_json("/generate", body)
-    if status != 200 or not isinstance(resp, dict) or "meta_info" not in resp:
-        raise QualityError("/generate answered %s: %s" % (status, quote((resp or {}).get("error") or resp, 300)))
-    return resp
-
-
-def _output_logprobs(meta, out):
-    """{ids, logprobs, top} of a generation's output tokens from its meta_info."""
-    lps = meta.get("output_token_logprobs") or []
-    tops = meta.get("output_top_logprobs") or []
-    return {"ids": [int(x) for x in out], "logprobs": [e[0] for e in lps],
-            "top": [[[t[0], int(t[1])] + ([t[2]] if len(t) > 2 else []) for t in (pos or [])] for pos in tops]}
-
-
-def _output_ids(resp):
-    out = resp.get("output_ids")
-    if out is None:
-        out = [int(e[1]) for e in resp["meta_info"].get("output_token_logprobs") or []]
-    return out
-
-
 def free_run(client, text, max_tokens, spec=None, top_k=0):
     """(prompt token ids, greedy continuation ids, the continuation's logprobs and top-k) of one
     prompt alone. With speculative decoding the server's meta_info counts verify steps
     (spec_verify_ct): added to ``spec`` [tokens, steps]."""
-    resp = _generate(client, {
+    resp = generate_one(client, {
         "text": text, "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
         "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": int(top_k),
         "return_text_in_logprobs": True})
     meta = resp["meta_info"]
     prompt_ids = [int(e[1]) for e in meta.get("input_token_logprobs") or []]
-    out = _output_ids(resp)
+    out = output_ids(resp)
     if not prompt_ids:
         raise QualityError("/generate returned no input token ids for %s" % quote(text, 80))
     if spec is not None and meta.get("spec_verify_ct"):
         spec[0] += int(meta.get("completion_tokens") or len(out))
         spec[1] += int(meta["spec_verify_ct"])
-    return prompt_ids, [int(x) for x in out], _output_logprobs(meta, out)
-
-
-def generate_batch(client, prompt_ids, max_tokens, top_k):
-    """One /generate with several prompts (a list of input_ids): SGLang's scheduler receives
-    them together and decodes them in one batch. Each generation's {ids, logprobs, top}."""
-    status, resp = client.post_json("/generate", {
-        "input_ids": [list(p) for p in prompt_ids],
-        "sampling_params": {"temperature": 0, "max_new_tokens": int(max_tokens)},
-        "return_logprob": True, "top_logprobs_num": int(top_k), "return_text_in_logprobs": True})
-    if status != 200 or not isinstance(resp, list) or len(resp) != len(prompt_ids):
-        raise QualityError("/generate of a batch of %d answered %s: %s" % (
-            len(prompt_ids), status, quote(resp.get("error") if isinstance(resp, dict) else resp, 300)))
-    return [_output_logprobs(r["meta_info"], _output_ids(r)) for r in resp]
+    return prompt_ids, [int(x) for x in out], output_logprobs(meta, out)
 
 
 def run_load(client, prompts, alone, q, server_info):
     """The load part of the quality result (plugins/module_utils/quality/load.py): the
-    prompts decoded again in batches at each batch size, each generation against its run alone
-    (``alone``: per prompt, prompt_ids and the {ids, logprobs, top} of its greedy run)."""
+    prompts decoded again in batches of staggered lengths that pass through every batch size from
+    the largest down to 2, each generation against its run alone (``alone``: per prompt,
+    prompt_ids and the {ids, logprobs, top} of its greedy run); repeated until the largest size
+    has seen the generations the detection probability needs."""
     t0 = time.time()
     n_tok, k = int(q.get("max_tokens") or 24), int(q.get("top_k") or 5)
     fault_rate = float(q.get("load_fault_rate") or 0.05)
     generations = load.generations_for(fault_rate, float(q.get("load_detect_probability") or 0.95))
     sizes, how = load.batch_sizes(server_info, q.get("load_batch_sizes"), q.get("load_max_batch"))
-    per_size, requests = [], 0
-    for size in sizes:
-        rows = []
-        for batch in load.rounds(len(prompts), size, generations):
-            got = generate_batch(client, [alone[i]["prompt_ids"] for i in batch], n_tok, k)
+    largest = max(sizes)
+    passes = max(1, -(-generations // largest))
+    margin = (q.get("load_tolerance") or {}).get("divergence_margin", 0.0)
+    rows, had, requests, tokens = [], [], 0, 0
+    for _ in range(passes):
+        for lengths in load.staggered(largest, load.longest_usable([len(a["out"]["ids"]) for a in alone])):
+            got, lens = run_staggered(client, alone, lengths, k, margin)
             requests += 1
-            for i, gen in zip(batch, got):
-                row = load.compare_generation(alone[i]["out"], gen, (q.get("load_tolerance") or {}).get(
-                    "divergence_margin", 0.0))
+            tokens += sum(lens)
+            had.append(lens)
+            for row in got:
+                i = row["index"]
                 row["prompt"] = {"id": prompts[i].get("id") or "p%02d" % i, "text": prompts[i]["text"]}
-                rows.append(row)
-        per_size.append(load.judge_size(size, rows, q.get("load_same"), q.get("load_tolerance")))
-    out = load.summarize(per_size, fault_rate, generations)
-    out.update(sizes_from=how, requests=requests, seconds=round(time.time() - t0, 2))
+            rows += got
+    judged = load.judge_size(largest, rows, q.get("load_same"), q.get("load_tolerance"))
+    out = load.summarize_staggered(judged, load.coverage(had, largest, fault_rate), fault_rate, passes)
+    out.update(largest=largest, sizes_from=how, requests=requests, tokens=tokens, seconds=round(time.time() - t0, 2))
     return out
 
 
@@ -110,7 +78,7 @@ def score(client, prompt_ids, ids, top_k):
     """Teacher forcing: the logprob of each of ``ids`` after ``prompt_ids`` and the top-k there."""
     if not ids:
         return {"logprobs": [], "top": [], "texts": []}
-    resp = _generate(client, {
+    resp = generate_one(client, {
         "input_ids": list(prompt_ids) + list(ids), "sampling_params": {"temperature": 0, "max_new_tokens": 0},
         "return_logprob": True, "logprob_start_len": len(prompt_ids), "top_logprobs_num": int(top_k),
         "return_text_in_logprobs": True})

@@ -101,15 +101,18 @@ def quality_line(result):
 
 
 def load_line(ld):
-    """'; at load same: batch 4 and 8, 64 generations each (sizes from ...), P(5% fault) 0.96,
-    1.2 s': the quality check at load, where it ran."""
+    """'; at load same: batch 2-64 in 3 batches, 123 generations, 2221 tokens (sizes from ...),
+    P(a fault in 5% of the generations at one size seen) 0.0975 at the least-seen size, 1.2 s':
+    the quality check at load, where it ran."""
     if not ld:
         return ""
-    sizes = ld.get("per_size") or []
-    return "; at load %s: batch %s, %s generations (%s), P(a fault in %g%% of generations seen) %s, %s s" % (
-        ld.get("level"), " and ".join(str(s["size"]) for s in sizes),
-        " / ".join(str(s["generations"]) for s in sizes), ld.get("sizes_from"), 100 * float(ld.get("fault_rate") or 0),
-        ld.get("detect_probability"), ld.get("seconds"))
+    sizes = ld.get("sizes") or []
+    return "; at load %s: batch %s in %s batches, %s generations, %s tokens (%s)%s, P(a fault in %g%% of the " \
+        "generations at one size seen) %s at the least-seen size, %s s" % (
+            ld.get("level"), "%d-%d" % (min(sizes), max(sizes)) if sizes else "none", ld.get("requests"),
+            ld.get("generations"), ld.get("tokens"), ld.get("sizes_from"),
+            ", not at %s" % ", ".join(str(k) for k in ld["sizes_missed"]) if ld.get("sizes_missed") else "",
+            100 * float(ld.get("fault_rate") or 0), ld.get("detect_probability"), ld.get("seconds"))
 
 
 def last_starts(result):

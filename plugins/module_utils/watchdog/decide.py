@@ -22,7 +22,7 @@ ADD = "add_to_gateways"
 def new_state():
     """The state of a host the watchdog has not seen yet."""
     return {"failures": 0, "progress": None, "restarts": [], "restarts_total": 0, "restarted_at": 0.0,
-            "restart_pid": 0, "served_pid": 0, "given_up": None, "out": False, "note": ""}
+            "restart_pid": 0, "served_pid": 0, "given_up": None, "out": False, "quarantine": False, "note": ""}
 
 
 def hold_active(hold, now):
@@ -67,6 +67,13 @@ def fatal_xids(lines, fatal):
         if xid in fatal:
             found.append(line.strip())
     return found
+
+
+def note_restart(state, now, pid, config):
+    """Count a restart the run issues: in the back-off window, the counter, the pid it replaces."""
+    state["restarts"] = restarts_in_window(state, now, config["restart_window"]) + [now]
+    state.update(restarts_total=state["restarts_total"] + 1, restarted_at=now, restart_pid=pid or 0)
+    return state
 
 
 def give_up(state, reason, detail, actions):
@@ -119,9 +126,14 @@ def decide(state, obs, config, now):
                      else "answers, but refused the probe: %s" % obs.get("probe_why"))
         if obs.get("probe_ok"):
             state["served_pid"] = obs.get("main_pid") or 0
-            if not obs.get("listed_everywhere"):
-                actions.append(ADD)
-            state["out"] = False
+            # a host the sentinel took out for wrong answers (plugins/module_utils/watchdog/sentinel.py)
+            # comes back when its answers are right again, not when it answers at all
+            if state.get("quarantine"):
+                state["note"] = "serving, out of the gateways until its answers are right"
+            else:
+                if not obs.get("listed_everywhere"):
+                    actions.append(ADD)
+                state["out"] = False
         return state, actions
 
     if starting(obs, state, config, now):
@@ -156,7 +168,6 @@ def decide(state, obs, config, now):
         state["note"] += "; next restart in %d s (back-off)" % wait
         return state, actions
     actions += [CAPTURE, RESTART]
-    state["restarts"] = restarts_in_window(state, now, config["restart_window"]) + [now]
-    state.update(restarts_total=state["restarts_total"] + 1, restarted_at=now, restart_pid=obs.get("main_pid") or 0,
-                 failures=0, progress=None, note="restarted after %d failed probes" % config["threshold"])
+    note_restart(state, now, obs.get("main_pid"), config)
+    state.update(failures=0, progress=None, note="restarted after %d failed probes" % config["threshold"])
     return state, actions

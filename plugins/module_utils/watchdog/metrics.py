@@ -14,6 +14,12 @@ METRICS = (
     ("sglang_watchdog_held", "gauge", "1 while a rollout (or a failed one) holds the host: the watchdog does nothing."),
     ("sglang_watchdog_listed", "gauge", "1 when this gateway lists the host's worker serving."),
     ("sglang_watchdog_given_up", "gauge", "1 while the watchdog stopped restarting the host and keeps it out."),
+    ("sglang_watchdog_sentinel_runs_total", "counter", "Batches of quality prompts the serving sentinel asked and judged."),
+    ("sglang_watchdog_sentinel_wrong_total", "counter",
+     "Sentinel batches with a wrong answer against the release's reference (a transient included)."),
+    ("sglang_watchdog_sentinel_ok", "gauge", "1 when the sentinel's last judged batch was right (at once or asked again)."),
+    ("sglang_watchdog_sentinel_last_seconds", "gauge", "Seconds the sentinel's last batch took."),
+    ("sglang_watchdog_sentinel_out", "gauge", "1 while the host is out of every gateway for wrong answers."),
 )
 
 
@@ -28,6 +34,7 @@ def _labels(labels):
 def render(service, state, now, healthy, held, listed):
     """The textfile: `listed` maps each gateway URL to True/False (absent: no gateway)."""
     base = (("service", service),)
+    sentinel = state.get("sentinel") or {}
     values = {
         "sglang_watchdog_last_run_timestamp_seconds": [(base, now)],
         "sglang_watchdog_healthy": [(base, 1 if healthy else 0)],
@@ -37,6 +44,12 @@ def render(service, state, now, healthy, held, listed):
         "sglang_watchdog_held": [(base, 1 if held else 0)],
         "sglang_watchdog_listed": [(base + (("gateway", url),), 1 if ok else 0) for url, ok in sorted(listed.items())],
         "sglang_watchdog_given_up": [],
+        "sglang_watchdog_sentinel_runs_total": [(base, sentinel.get("runs_total", 0))],
+        "sglang_watchdog_sentinel_wrong_total": [(base, sentinel.get("wrong_total", 0))],
+        "sglang_watchdog_sentinel_ok": [(base, 1 if sentinel.get("last_ok", True) else 0)],
+        "sglang_watchdog_sentinel_last_seconds": [(base, sentinel.get("last_seconds", 0.0))],
+        "sglang_watchdog_sentinel_out": [(base, 1 if state.get("quarantine") or (
+            (state.get("given_up") or {}).get("reason") == "wrong_answers") else 0)],
     }
     given_up = state.get("given_up")
     if given_up:

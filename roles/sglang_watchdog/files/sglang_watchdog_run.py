@@ -3,8 +3,9 @@
 # imports (found through PYTHONPATH, set by /usr/local/sbin/sglang-watchdog); run by the timer
 # sglang-watchdog.timer (`run`) and by the rollout (`hold`, `release`). It reads the host (the
 # unit, a generation probe, the token counter of /metrics, every gateway's listing, the kernel
-# log), lets plugins/module_utils/watchdog/decide.py decide, carries out what it decided and keeps
-# the state in <state_dir>/state.json. Its config (/etc/sglang-watchdog/config.json, root 0600)
+# log; every sentinel interval the answers to a batch of quality prompts against the current
+# release's reference), lets plugins/module_utils/watchdog/decide.py and sentinel.py decide,
+# carries out what they decided and keeps the state in <state_dir>/state.json. Its config (/etc/sglang-watchdog/config.json, root 0600)
 # and gateways.json hold the gateways' admin key; the server's key is read from the server's own
 # keys file when needed. Nothing here prints either. HTTP, /metrics and the gateway's API are the project's own
 # module_utils, installed beside this file (roles/sglang_watchdog/tasks/main.yml).
@@ -20,9 +21,12 @@ import sys
 import time
 
 from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import decide as wd
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import sentinel as sen
+from ansible_collections.sglang.deploy.plugins.module_utils.quality.batch import QualityError, run_staggered
+from ansible_collections.sglang.deploy.plugins.module_utils.release.state import current_quality
 from ansible_collections.sglang.deploy.plugins.module_utils.gateway.api import Gateway, GatewayError
 from ansible_collections.sglang.deploy.plugins.module_utils.gateway.listing import find_worker, serving
-from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import public_url, request
+from ansible_collections.sglang.deploy.plugins.module_utils.sglang_http import JSON_HEADERS, public_url, request
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_prometheus import parse_prometheus_sums
 from ansible_collections.sglang.deploy.plugins.module_utils.watchdog.metrics import render
 
@@ -176,6 +180,54 @@ class Host:
         except (OSError, ValueError):
             return []
 
+    def post_json(self, path, body):
+        """(status, decoded JSON) of a POST to the server, with its key: the client the
+        sentinel's batch (plugins/module_utils/quality/batch.py) asks through."""
+        key = self.api_key()
+        headers = dict(JSON_HEADERS, **({"Authorization": "Bearer " + key} if key else {}))
+        status, text = request(self.c["base_url"] + path, body, "POST", headers, float(self.c["sentinel_timeout"]))
+        try:
+            return status, json.loads(text) if 200 <= status < 300 else {"error": text[:300]}
+        except ValueError as exc:
+            return 0, {"error": str(exc)}
+
+    def ask(self, refs, top_k):
+        """The sentinel's verdict on one batch of its prompts (plugins/module_utils/watchdog/sentinel.py),
+        or (None, why) when the batch got no answer to judge (a hang is the probe's business)."""
+        start = time.monotonic()
+        try:
+            rows, _ = run_staggered(self, refs, sen.lengths(refs), int(top_k),
+                                    float((self.c.get("sentinel_tolerance") or {}).get("divergence_margin", 0.0)))
+        except (QualityError, KeyError, TypeError, ValueError) as exc:
+            return None, str(exc)[:300]
+        verdict = sen.judge(rows, refs, self.c.get("sentinel_tolerance"))
+        verdict["seconds"] = round(time.monotonic() - start, 3)
+        return verdict, None
+
+    def incident(self, now, state, record):
+        """The capture of a hang plus wrong-answer.json: the sentinel's verdicts, the release,
+        the server's /metrics (its sglang: lines) and the unit's journal lines. Its path."""
+        self.capture(now, state)
+        folder = os.path.join(self.c["state_dir"], "incidents", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)))
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, "wrong-answer.json")
+        status, text = request(self.c["metrics_url"], None, "GET", {"Accept": "text/plain"}, 5.0)
+        _, journal = sh(["journalctl", "-u", self.c["service"], "-n", str(self.c["journal_lines"]), "--no-pager",
+                         "-o", "short-iso"])
+        record.update(metrics=[line for line in text.splitlines() if line.startswith("sglang:")] if status == 200
+                      else ["/metrics answered %s" % status], journal=journal.splitlines())
+        write_json(path, record)
+        log("wrong answers: incident in %s" % path)
+        return path
+
+    def incident_outcome(self, path, outcome, verdict, now):
+        """The incident says what the restart did."""
+        data = read_json(path) if path else None
+        if data is None:
+            return
+        data["after_restart"] = {"outcome": outcome, "at": now, "verdict": verdict}
+        write_json(path, data)
+
     def restart(self):
         sh(["systemctl", "reset-failed", self.c["service"]])
         rc, out = sh(["systemctl", "restart", "--no-block", self.c["service"]])
@@ -205,6 +257,24 @@ def run(config, host, now):
         if not obs.get("probe_ok") and state.get("failures", 0) + 1 >= config["threshold"]:
             obs["xid_lines"] = host.xid_lines(now - config["threshold"] * config["interval"] - 60)
     state, actions = wd.decide(state, obs, config, now)
+    carry_out(host, seen, state, actions, now)
+    if sen.due(state, obs, actions, now, config.get("sentinel_interval")):
+        state, more, record = sentinel(config, host, state, obs, now)
+        carry_out(host, seen, state, more, now, record)
+        actions = actions + more
+    write_json(paths["state"], state)
+    listed = {u: (serving(w) and wd.ADD not in actions and wd.REMOVE not in actions) for u, w in seen.items()}
+    write_textfile(config, render(config["service"], state, now, bool(obs.get("probe_ok")), held, listed))
+    # a line when something was done or the verdict changed (not one per run of a long hold)
+    if actions or (state.get("note") != before and not state.get("note", "").startswith("serving")) \
+            or state.get("failures"):
+        log("%s%s" % (state.get("note"), ("; did: " + ", ".join(actions)) if actions else ""))
+    return 0
+
+
+def carry_out(host, seen, state, actions, now, record=None):
+    """The actions in their order; ``record``: the sentinel's incident, written at INCIDENT."""
+    s = state.get("sentinel") or {}
     for action in actions:
         if action == wd.REMOVE:
             host.remove(seen)
@@ -214,14 +284,46 @@ def run(config, host, now):
             host.restart()
         elif action == wd.ADD:
             host.add(seen)
-    write_json(paths["state"], state)
-    listed = {u: (serving(w) and wd.ADD not in actions and wd.REMOVE not in actions) for u, w in seen.items()}
-    write_textfile(config, render(config["service"], state, now, bool(obs.get("probe_ok")), held, listed))
-    # a line when something was done or the verdict changed (not one per run of a long hold)
-    if actions or (state.get("note") != before and not state.get("note", "").startswith("serving")) \
-            or state.get("failures"):
-        log("%s%s" % (state.get("note"), ("; did: " + ", ".join(actions)) if actions else ""))
-    return 0
+        elif action == sen.INCIDENT:
+            s["incident"] = host.incident(now, state, record)
+        elif action in (sen.CLEARED, sen.STILL_WRONG):
+            host.incident_outcome(s.get("incident"), "cleared by the restart" if action == sen.CLEARED
+                                  else "still wrong after the restart: given up, out of every gateway",
+                                  s.get("last_verdict"), now)
+
+
+def sentinel(config, host, state, obs, now):
+    """One ask of the serving sentinel (plugins/module_utils/watchdog/sentinel.py), repeated at
+    once when wrong; (state, actions, the incident's record where one is to be written)."""
+    ref, rid = current_quality(config["release_dir"], config["release_fact"])
+    refs = sen.pick(ref, config["sentinel_prompts"])
+    s = dict(sen.new_sentinel(), **(state.get("sentinel") or {}))
+    state["sentinel"] = s
+    if len(refs) < 2:
+        s.update(last_at=now, note="nothing to ask: release %s keeps no quality reference with 2 prompts or more" % rid)
+        return state, [], None
+    top_k = (ref or {}).get("top_k") or 5
+    first, why = host.ask(refs, top_k)
+    retry = None
+    if first is not None and not first["ok"]:
+        retry, why = host.ask(refs, top_k)
+    if first is None or (retry is None and not first["ok"]):
+        s.update(last_at=now, note="asked, no answer to judge: %s" % why)
+        return state, [], None
+    state, actions = sen.decide(state, first, retry, obs, config, now)
+    s = state["sentinel"]
+    s.update(last_seconds=first["seconds"], last_verdict=retry or first)
+    record = None
+    if sen.INCIDENT in actions:
+        record = {
+            "at": now, "host_unit": config["service"], "release": rid,
+            "reference": {"recorded_at": (ref or {}).get("recorded_at"), "kept_since": (ref or {}).get("kept_since"),
+                          "prompt_set": (ref or {}).get("prompt_set")},
+            "main_pid": obs.get("main_pid"), "first": first, "retry": retry,
+            "wrong": retry["wrong"][0], "summary": sen.describe(retry),
+            "action": "given up (%s)" % state["given_up"]["detail"] if state.get("given_up")
+            else "out of every gateway, restarted once"}
+    return state, actions, record
 
 
 def write_textfile(config, text):
@@ -278,8 +380,11 @@ def main(argv=None):
                 if held:
                     os.remove(paths["hold"])
                 # the restart counter keeps counting (a Prometheus counter); the rest starts afresh
+                counted = state.get("sentinel") or {}
                 write_json(paths["state"], dict(wd.new_state(), restarts_total=state.get("restarts_total", 0),
-                                                restarted_at=state.get("restarted_at", 0.0)))
+                                                restarted_at=state.get("restarted_at", 0.0),
+                                                sentinel=dict(sen.new_sentinel(), runs_total=counted.get("runs_total", 0),
+                                                              wrong_total=counted.get("wrong_total", 0))))
             print("released" if held or state.get("given_up") else "unchanged")
         elif args.cmd == "status":
             print(json.dumps({"state": read_json(paths["state"]), "hold": read_json(paths["hold"])}, indent=1))

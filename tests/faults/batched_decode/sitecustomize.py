@@ -10,13 +10,46 @@ PYTHONPATH in sglang_server_env); Python imports sitecustomize at start-up in ev
 the server, and this one wraps SGLang 0.5.23's LogitsProcessor.forward
 (sglang/srt/layers/logits_processor.py) once that module is imported: in a decode batch of more
 than one request, row i gets row i-1's logits (a batch-indexing bug).
+
+Which batches, from the server's environment (sglang_server_env):
+- SGLANG_TEST_FAULT_BATCH="lo-hi": only decode batches of lo to hi requests (one band of buckets,
+  as a tactic tuned per problem size is); unset: every decode batch of more than one;
+- SGLANG_TEST_FAULT_FILE=<path>: on only while that file exists, read at every decode step (the
+  fault switched on and off at run time, no restart: molecule/rollout/tests/test_sentinel.py);
+  a band written in the file ("lo-hi") wins over the environment's. Unset: always on.
 """
 
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 TARGET = "sglang.srt.layers.logits_processor"
+
+
+def band(text, default=(2, 1 << 30)):
+    """(lo, hi) of "lo-hi" (or one number), the default where the text names none."""
+    text = (text or "").strip()
+    if not text:
+        return default
+    lo, _, hi = text.partition("-")
+    try:
+        return max(2, int(lo)), int(hi or lo)
+    except ValueError:
+        return default
+
+
+def active(size, env=os.environ):
+    """The band this decode batch of ``size`` requests is wrong in, or None."""
+    lo, hi = band(env.get("SGLANG_TEST_FAULT_BATCH"))
+    path = env.get("SGLANG_TEST_FAULT_FILE")
+    if path:
+        try:
+            with open(path) as src:
+                lo, hi = band(src.read(), (lo, hi))
+        except OSError:
+            return None
+    return (lo, hi) if lo <= size <= hi else None
 
 
 def _patch(module):
@@ -27,7 +60,8 @@ def _patch(module):
         out = original(self, input_ids, hidden_states, lm_head, logits_metadata, *args, **kwargs)
         mode = getattr(logits_metadata, "forward_mode", None)
         logits = getattr(out, "next_token_logits", None)
-        if mode is not None and mode.is_decode() and logits is not None and logits.shape[0] > 1:
+        if mode is not None and mode.is_decode() and logits is not None and logits.shape[0] > 1 \
+                and active(int(logits.shape[0])):
             out.next_token_logits = logits.roll(1, dims=0)
         return out
 
