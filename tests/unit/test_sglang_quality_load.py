@@ -8,6 +8,8 @@ import math
 import pytest
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import compare as q
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import run
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
 
 SAME = {"max_abs_dlogprob": 0.001}
 TOL = {"max_abs_dlogprob": 0.05, "divergence_margin": 0.05}
@@ -54,8 +56,30 @@ def test_batch_sizes_without_graphs_and_as_configured():
         load.batch_sizes({}, explicit=[1])
     with pytest.raises(ValueError, match="reports none of"):
         load.batch_sizes({"cuda_graph_max_bs_decode": None})
-    with pytest.raises(ValueError, match="at most 1 request"):
+    with pytest.raises(load.NotApplicable, match="at most 1 request"):
         load.batch_sizes({"max_running_requests": 1}, cap=8)
+
+
+class NoServer:
+    """A client that fails the test if the check asks the server anything."""
+
+    def post_json(self, path, body):
+        raise AssertionError("the check at load asked %s of a server that decodes one request at a time" % path)
+
+
+def test_a_server_of_one_request_at_a_time_is_not_applicable_at_load_never_an_error():
+    # max-running-requests 1 rolled on a host: a legitimate single-request profile, not a crash
+    out = run.run_load(NoServer(), [{"text": "a"}], [], {"load_max_batch": 8}, {"max_running_requests": 1})
+    assert out["level"] == "not_applicable" and out["requests"] == 0
+    assert out["reasons"] == ["the server decodes at most 1 request at a time (largest 1 (max_running_requests)): "
+                              "nothing to check at load"]
+    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": out})
+    assert failures == [] and rows[1]["value"] == "not_applicable" and rows[1]["ok"]
+    assert rows[1]["note"] == out["reasons"][0]
+    assert render.load_line(out) == "; at load not applicable: " + out["reasons"][0]
+    # a configuration that cannot work still raises: it is no verdict on the server
+    with pytest.raises(ValueError, match="no batch size above 1"):
+        run.run_load(NoServer(), [{"text": "a"}], [], {"load_batch_sizes": [1]}, {})
 
 
 def test_rounds_use_distinct_prompts_and_take_them_in_turn():

@@ -293,6 +293,9 @@ def load_gate(load):
     ``degraded`` at any batch size fails, naming the size and the first wrong generation."""
     if not load:
         return [], []
+    if load.get("level") == "not_applicable":
+        return [{"gate": "quality at load", "value": "not_applicable", "limit": None, "unit": "", "ok": True,
+                 "note": "; ".join(load.get("reasons") or [])}], []
     sizes = load.get("per_size") or []
     note = "; ".join("batch %d: %d/%d as alone%s" % (
         s["size"], s["exact"], s["generations"],

@@ -105,6 +105,8 @@ def load_line(ld):
     1.2 s': the quality check at load, where it ran."""
     if not ld:
         return ""
+    if ld.get("level") == "not_applicable":
+        return "; at load not applicable: %s" % "; ".join(ld.get("reasons") or [])
     sizes = ld.get("per_size") or []
     return "; at load %s: batch %s, %s generations (%s), P(a fault in %g%% of generations seen) %s, %s s" % (
         ld.get("level"), " and ".join(str(s["size"]) for s in sizes),
