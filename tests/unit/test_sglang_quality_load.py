@@ -7,6 +7,7 @@ import math
 
 import pytest
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import compare as q
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import gates as quality_gates
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import run
 from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
@@ -73,9 +74,11 @@ def test_a_server_of_one_request_at_a_time_is_not_applicable_at_load_never_an_er
     assert out["level"] == "not_applicable" and out["requests"] == 0
     assert out["reasons"] == ["the server decodes at most 1 request at a time (largest 1 (max_running_requests)): "
                               "nothing to check at load"]
-    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": out})
-    assert failures == [] and rows[1]["value"] == "not_applicable" and rows[1]["ok"]
-    assert rows[1]["note"] == out["reasons"][0]
+    rows, failures = q.load_gate(out)
+    assert failures == [] and rows[0]["value"] == "not_applicable" and rows[0]["ok"]
+    assert rows[0]["note"] == out["reasons"][0]
+    v = quality_gates.LOAD.evaluate({"result": {"quality": {"level": "same", "load": out}}}, {})
+    assert v["level"] == "not_applicable" and v["reasons"] == out["reasons"] and v["figures"] == rows
     assert render.load_line(out) == "; at load not applicable: " + out["reasons"][0]
     # a configuration that cannot work still raises: it is no verdict on the server
     with pytest.raises(ValueError, match="no batch size above 1"):
@@ -178,14 +181,14 @@ def test_levels_per_size_and_the_summary():
 
 def test_the_gate_fails_a_degraded_size_naming_it_and_shows_the_probability_otherwise():
     good = load.summarize([load.judge_size(4, rows_of(*[(ALONE, ALONE)] * 60), SAME, TOL)], 0.05, 59)
-    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": good})
-    assert failures == [] and [r["gate"] for r in rows] == ["quality vs last-known-good", "quality at load"]
-    assert rows[1]["value"] == "same" and "batch 4: 60/60 as alone" in rows[1]["note"]
-    assert f"P(a fault in 5% of generations seen) {round(1 - 0.95 ** 60, 4)}" in rows[1]["note"]
+    rows, failures = q.load_gate(good)
+    assert failures == [] and [r["gate"] for r in rows] == ["quality at load"]
+    assert rows[0]["value"] == "same" and "batch 4: 60/60 as alone" in rows[0]["note"]
+    assert f"P(a fault in 5% of generations seen) {round(1 - 0.95 ** 60, 4)}" in rows[0]["note"]
     bad = load.summarize([load.judge_size(8, rows_of((ALONE, gen([5, 5, 5, 5], [-0.01] * 4))), SAME, TOL)], 0.05, 59)
     # the reference comparison alone is `same`, or there is no reference yet: the load check still decides
     for level in ("same", "recorded"):
-        rows, failures = q.gate({"level": level, "summary": {"tokens": 10, "top1": 1.0}, "load": bad})
-        assert not rows[1]["ok"] and len(failures) == 1
-        assert failures[0].startswith("quality at load degraded: 1 of 1 generations at batch 8 wrong: at batch 8")
+        v = quality_gates.LOAD.evaluate({"result": {"quality": {"level": level, "load": bad}}}, {})
+        assert v["level"] == "degraded" and not v["figures"][0]["ok"] and len(v["reasons"]) == 1
+        assert v["reasons"][0].startswith("quality at load degraded: 1 of 1 generations at batch 8 wrong: at batch 8")
     assert math.isclose(load.detect_probability(0.05, 0), 0.0)
