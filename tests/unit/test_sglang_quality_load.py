@@ -78,7 +78,8 @@ def test_a_server_of_one_request_at_a_time_is_not_applicable_at_load_never_an_er
     assert failures == [] and rows[0]["value"] == "not_applicable" and rows[0]["ok"]
     assert rows[0]["note"] == out["reasons"][0]
     v = quality_gates.LOAD.evaluate({"result": {"quality": {"level": "same", "load": out}}}, {})
-    assert v["level"] == "not_applicable" and v["reasons"] == out["reasons"] and v["figures"] == rows
+    assert v["gate"] == "quality_at_load" and v["level"] == "not_applicable"
+    assert v["reasons"] == out["reasons"] and v["figures"] == rows
     assert render.load_line(out) == "; at load not applicable: " + out["reasons"][0]
     # a configuration that cannot work still raises: it is no verdict on the server
     with pytest.raises(ValueError, match="no batch size above 1"):
