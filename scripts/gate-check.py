@@ -43,9 +43,13 @@ def verify(args, run_id):
 def figure(rep):
     s = (rep.get("result") or {}).get("single_stream") or {}
     base = (rep.get("baseline_stats") or {}).get("decode_tps") or {}
-    return "%s tok/s (runs %s), baseline %s" % (
+    load = [v for v in rep.get("verdicts") or [] if v.get("gate") == "throughput_at_load"]
+    return "%s tok/s (runs %s), baseline %s%s" % (
         s.get("decode_tps"), s.get("decode_tps_runs"),
-        "median %s of %s" % (base.get("median"), base.get("n")) if base else "collecting")
+        "median %s of %s" % (base.get("median"), base.get("n")) if base else "collecting",
+        "; throughput_at_load %s: %s" % (load[0]["level"], "; ".join(
+            "%s %s (limit %s%s)" % (r["gate"], r["value"], r["limit"], ", " + r["note"] if r.get("note") else "")
+            for r in load[0]["figures"])) if load else "")
 
 
 def docker_cpus(container, cpus):

@@ -160,6 +160,8 @@ def server_facts(client):
         "dp_size": info.get("dp_size"),
         "pp_size": info.get("pp_size"),
         "device": info.get("device"),
+        # how many requests the server decodes together at most (the throughput gate at load)
+        "max_running_requests": info.get("max_running_requests"),
     }
     return info, facts
 

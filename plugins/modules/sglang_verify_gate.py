@@ -14,9 +14,11 @@ description:
     and the benchmark protocol), evaluates the gates, writes
     C(<report_dir>/<run_id>/hosts/<host>.json) and, when the host passed, adds the result to the
     baseline.
-  - The regression gates apply once C(min_samples) accepted results exist for the key; the
-    reference is their median, the tolerance the ratio's share widened by C(spread_k) robust
-    standard deviations of them (at most twice the ratio's share).
+  - The gates are the registry's (plugins/module_utils/verify/registry.py), each with its
+    settings under its name in I(gates); every gate returns one verdict shape.
+  - The regression gates apply once C(baseline_min_samples) accepted results exist for their key;
+    the reference is their median, the tolerance the ratio's share widened by
+    C(regression_spread_k) robust standard deviations of them (at most twice the ratio's share).
   - Never fails itself on a finding; it returns C(passed) and C(failures) for the role to act on.
   - In check mode the gates are evaluated and nothing is written.
 options:
@@ -29,11 +31,10 @@ options:
   expected_args: {description: The inventory flags (hashed into the baseline key)., type: dict, default: {}}
   bench: {description: "The single-stream protocol: prompt, max_tokens, runs, warmup.", type: dict, default: {}}
   isolated: {description: Whether the timed part ran while no other host of the run was measured., type: bool, default: false}
-  gates: {description: "min_decode_tps, max_ttft_ms, regression_ratio, ttft_regression_ratio, min_samples, spread_k, fail_on_drift, fail_on_extra_flags.", type: dict, default: {}}
+  gates: {description: "Each registered gate's settings, by gate name (plugins/module_utils/verify/registry.py; docs/architecture.md, The registry of gates): a closed dict of closed dicts, an unknown gate or key fails the task. Each key is the role option sglang_verify_<key>.", type: dict, default: {}}
+  sweep: {description: "The concurrency sweep's protocol (requests_per_level, input_len, output_len): with the tool that measured, it keys the throughput gate's accepted figures.", type: dict, default: {}}
   update_baseline: {description: Add a passing result to the baseline., type: bool, default: true}
   baseline_window: {description: The baseline keeps the last N accepted results of its key., type: int, default: 10}
-  task_gates: {description: "gsm8k_min_score, gsm8k_max_drop_se, spec_accept_min_ratio, spec_accept_min_length (docs/quality-gate.md).", type: dict, default: {}}
-  quality_accept: {description: "true, or a list of host names: a new model revision whose numerics changed passes the quality gate without a task-accuracy check (docs/quality-gate.md).", type: raw, default: false}
   reset_baseline: {description: "true, or a list of host names: set this host's baseline for the current key aside (renamed, not deleted) before the gates.", type: raw, default: false}
   context: {description: Extra facts stored with the result (versions, profile)., type: dict, default: {}}
 author: [sglang_deploy]
@@ -50,8 +51,8 @@ EXAMPLES = r"""
     failures: "{{ _probe.failures }}"
     expected_args: "{{ sglang_server_args }}"
     gates:
-      min_decode_tps: 40
-      regression_ratio: 0.9
+      correctness: {min_decode_tps: 40}
+      speed_regression: {regression_ratio: 0.9}
   delegate_to: localhost
   register: _gate
 """
@@ -66,26 +67,25 @@ baseline_updated: {description: Whether this result was added to the baseline., 
 baseline_reset: {description: Path the forgotten baseline was renamed to, if any., returned: always, type: str}
 host_report: {description: Path of the host's report file., returned: always, type: str}
 flag_hash: {description: "The hash of the inventory flags (I(expected_args)), part of the baseline key.", returned: always, type: str}
+verdicts: {description: "One verdict per gate that judged (level same, numerics_changed, passed, degraded, failed or not_applicable; reasons; figures; message), in registry order.", returned: always, type: list, elements: dict}
+baselines: {description: "Per gate with accepted history: its key, whether this result was added, where a reset moved the old one.", returned: always, type: dict}
 """
 
 import datetime
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import registry
 from ansible_collections.sglang.deploy.plugins.module_utils.verify.baseline import (
     accept,
     baseline_key,
     baseline_path,
-    protocol,
-    regression_gates,
     summarize,
     wants_reset,
 )
 from ansible_collections.sglang.deploy.plugins.module_utils.flags.model import flag_hash, redact_flags
-from ansible_collections.sglang.deploy.plugins.module_utils.quality.compare import accept_length_gate, gate as quality_gate
-from ansible_collections.sglang.deploy.plugins.module_utils.verify.gsm8k import gsm8k_gate
-from ansible_collections.sglang.deploy.plugins.module_utils.verify.gates import evaluate_gates, limit_value
 from ansible_collections.sglang.deploy.plugins.module_utils.verify.render import RUN_ARGS, bus_cell, console_lines
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.verdict import outcome
 from ansible_collections.sglang.deploy.plugins.module_utils.sglang_files import read_json, write_json
 
 RESET_HINT = "ansible-playbook playbooks/verify.yml -l %s -e sglang_verify_reset_baseline=true"
@@ -99,53 +99,57 @@ ARGUMENT_SPEC = dict(
     failures=dict(type="list", elements="str", default=[]),
     expected_args=dict(type="dict", default={}),
     bench=dict(type="dict", default={}),
+    sweep=dict(type="dict", default={}),
     isolated=dict(type="bool", default=False),
     gates=dict(type="dict", default={}),
     update_baseline=dict(type="bool", default=True),
     baseline_window=dict(type="int", default=10),
     reset_baseline=dict(type="raw", default=False),
-    quality_accept=dict(type="raw", default=False),
-    task_gates=dict(type="dict", default={}),
     context=dict(type="dict", default={}),
 )
+
+
+def histories(module, ctx, settings, fh_, generation):
+    """{gate: {key, path, protocol, baseline, reset}} of the gates that keep accepted figures."""
+    p = module.params
+    out = {}
+    for gate in registry.REGISTRY:
+        proto = gate.protocol(ctx, settings[gate.name]) if gate.protocol else None
+        if proto is None:
+            continue
+        key = baseline_key(fh_, generation, proto)
+        path = baseline_path(p["report_dir"], p["host"], key)
+        base = read_json(path)
+        if base is not None and not isinstance(base.get("accepted"), list):
+            base = None  # a file of an older layout: start collecting again
+        reset_to = ""
+        if base is not None and wants_reset(p["reset_baseline"], p["host"]):
+            reset_to = "%s.reset-%s" % (path, p["run_id"])
+            if not module.check_mode:
+                os.replace(path, reset_to)
+            base = None
+        out[gate.name] = {"key": key, "path": path, "protocol": proto, "baseline": base, "reset": reset_to}
+    return out
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
+    try:
+        settings = registry.settings(p["gates"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     result = dict(p["result"])
     result["failures"] = list(p["failures"])
     fh_ = flag_hash(p["expected_args"])
-    proto = protocol(p["mode"], p["bench"], p["isolated"])
     generation = result.get("generation")
-    key = baseline_key(fh_, generation, proto)
-    base_path = baseline_path(p["report_dir"], p["host"], key)
-    baseline = read_json(base_path)
-    if baseline is not None and not isinstance(baseline.get("accepted"), list):
-        baseline = None  # a file of an older layout: start collecting again
-    reset_to = ""
-    if baseline is not None and wants_reset(p["reset_baseline"], p["host"]):
-        reset_to = "%s.reset-%s" % (base_path, p["run_id"])
-        if not module.check_mode:
-            os.replace(base_path, reset_to)
-        baseline = None
-    passed, failures, rows = evaluate_gates(result, p["gates"])
-    tg, quality = p["task_gates"], result.get("quality") or {}
-    g_row, g_failures, decided = gsm8k_gate(result.get("gsm8k"), quality.get("reference_task"),
-                                            limit_value(tg.get("gsm8k_min_score")),
-                                            limit_value(tg.get("gsm8k_max_drop_se")))
-    q_rows, q_failures = quality_gate(quality, wants_reset(p["quality_accept"], p["host"]), decided)
-    a_rows, a_failures = accept_length_gate(quality, limit_value(tg.get("spec_accept_min_ratio")),
-                                            limit_value(tg.get("spec_accept_min_length")))
-    rows += q_rows + ([g_row] if g_row else []) + a_rows
-    failures += q_failures + g_failures + a_failures
-    passed = passed and not (q_failures or g_failures or a_failures)
-    if result.get("single_stream") is not None:
-        reg_rows, reg_failures = regression_gates(result["single_stream"], baseline, p["gates"],
-                                                  RESET_HINT % p["host"])
-        rows += reg_rows
-        failures += reg_failures
-        passed = passed and not reg_failures
+    ctx = {"result": result, "host": p["host"], "mode": p["mode"], "bench": p["bench"], "sweep": p["sweep"],
+           "isolated": p["isolated"], "reset_hint": RESET_HINT % p["host"]}
+    hist = histories(module, ctx, settings, fh_, generation)
+    verdicts = registry.evaluate(dict(ctx, baselines=dict((g, h["baseline"]) for g, h in hist.items())), settings)
+    passed, failures, rows = outcome(verdicts)
+    speed = hist["speed_regression"]
+    baseline = speed["baseline"]
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     flags = redact_flags(p["expected_args"])
     host_report = {
@@ -155,44 +159,46 @@ def main():
         "mode": p["mode"],
         "flag_hash": fh_,
         "generation": generation,
-        "protocol": proto,
-        "baseline_key": key,
+        "protocol": speed["protocol"],
+        "baseline_key": speed["key"],
         "flags": flags,
         "context": p["context"],
         "passed": passed,
         "failures": failures,
-        "gates": p["gates"],
+        "gates": settings,
+        "verdicts": verdicts,
         "gate_rows": rows,
         "baseline": baseline,
         "baseline_stats": {"decode_tps": summarize(baseline, "decode_tps"), "ttft_ms": summarize(baseline, "ttft_ms")},
+        "baselines": dict((g, {"key": h["key"], "protocol": h["protocol"]}) for g, h in hist.items()),
         "result": result,
     }
     host_path = os.path.join(p["report_dir"], p["run_id"], "hosts", "%s.json" % p["host"])
-    updated = False
-    single = result.get("single_stream") or {}
+    updated = {}
     if not module.check_mode:
         write_json(host_path, host_report)
-        if passed and p["update_baseline"] and single.get("decode_tps"):
-            write_json(base_path, accept(baseline, {
-                "run_id": p["run_id"], "time": now,
-                "decode_tps": single.get("decode_tps"), "ttft_ms": single.get("ttft_ms"),
-                "itl_ms_p50": single.get("itl_ms_p50"),
-                "version": (result.get("server") or {}).get("version"),
-            }, p["baseline_window"], {"host": p["host"], "key": key, "flag_hash": fh_, "generation": generation,
-                                      "protocol": proto, "flags": flags}))
-            updated = True
+        for gate in registry.REGISTRY:
+            h = hist.get(gate.name)
+            rec = gate.record(ctx, settings[gate.name]) if h and passed and p["update_baseline"] else None
+            if rec:
+                write_json(h["path"], accept(h["baseline"], dict(rec, run_id=p["run_id"], time=now), p["baseline_window"], {
+                    "host": p["host"], "key": h["key"], "flag_hash": fh_, "generation": generation,
+                    "protocol": h["protocol"], "flags": flags}))
+                updated[gate.name] = True
     lines = console_lines(p["host"], result, {"passed": passed, "failures": failures, "rows": rows})
     stats = host_report["baseline_stats"]["decode_tps"]
+    need = settings["speed_regression"]["baseline_min_samples"]
     lines.insert(5, "%-28s %s" % ("baseline (same protocol)", (
         "median %s tok/s of %d accepted runs (min %s, max %s)" % (stats["median"], stats["n"], stats["min"], stats["max"])
-        if stats else "none yet: collecting (regression gates apply from %s accepted runs)" % (
-            p["gates"].get("min_samples") or 3))))
+        if stats else "none yet: collecting (regression gates apply from %s accepted runs)" % (need or 3))))
     bus = (p["context"] or {}).get("bus")
     if bus:
         lines.insert(6, "%-28s %s" % ("bus (admission)", bus.get("text") or bus_cell(bus)))
     module.exit_json(changed=False, passed=passed, failures=failures, lines=lines, baseline=baseline or {},
-                     baseline_key=key, baseline_updated=updated, baseline_reset=reset_to,
-                     host_report=host_path, flag_hash=fh_)
+                     baseline_key=speed["key"], baseline_updated=bool(updated.get("speed_regression")),
+                     baseline_reset=speed["reset"], host_report=host_path, flag_hash=fh_, verdicts=verdicts,
+                     baselines=dict((g, {"key": h["key"], "updated": bool(updated.get(g)), "reset": h["reset"]})
+                                    for g, h in hist.items()))
 
 
 if __name__ == "__main__":

@@ -281,3 +281,33 @@ def test_gsm8k_runs_the_evaluator_with_the_key_in_its_environment(tmp_path, monk
     assert run_gsm8k({"python": sys.executable, "data_path": str(tmp_path / "missing")}, "u", "")["error"].startswith(
         "the gsm8k data file")
     assert "sglang_verify_bench_python" in run_gsm8k({"data_path": str(data)}, "u", "")["error"]
+
+
+def test_registry_verdicts_of_quality_gsm8k_and_spec_accept_length():
+    """The quality, gsm8k and spec_accept_length entries of the registry (plugins/module_utils/
+    verify/registry.py): one verdict shape; a new model revision that changed the numerics is
+    decided by a gsm8k verdict that passed, and fails without one."""
+    from ansible_collections.sglang.deploy.plugins.module_utils.quality import gates as qg
+    from ansible_collections.sglang.deploy.plugins.module_utils.verify import registry
+    changed = {"level": "numerics_changed", "model_changed": True, "reasons": ["mean |d logprob| 0.02"],
+               "summary": {"tokens": 10, "top1": 0.99}, "spec_accept_length": 1.2,
+               "reference_spec_accept_length": 1.9, "reference_task": {"gsm8k": {"score": 0.96, "examples": 200}}}
+    s = registry.settings({"spec_accept_length": {"spec_accept_min_ratio": 0.9}})
+    ctx = {"result": {"quality": changed}, "host": "h1", "mode": "gate", "baselines": {}, "reset_hint": "R"}
+    by = dict((v["gate"], v) for v in registry.evaluate(ctx, s))
+    assert by["quality"]["level"] == "failed" and "task-accuracy check" in by["quality"]["reasons"][0]
+    assert by["spec_accept_length"]["level"] == "failed" and "1.71" in by["spec_accept_length"]["reasons"][0]
+    assert "gsm8k" not in by  # not run: no verdict
+    ctx["result"]["gsm8k"] = {"score": 0.955, "examples": 200, "shots": 5}
+    by = dict((v["gate"], v) for v in registry.evaluate(ctx, s))
+    assert by["gsm8k"]["level"] == "passed" and by["quality"]["level"] == "numerics_changed"
+    assert by["quality"]["reasons"] == [] and "task-accuracy check decided" in by["quality"]["figures"][0]["note"]
+    # the operator accepts it for this host only
+    s["quality"]["quality_accept"] = ["h1"]
+    ctx["result"].pop("gsm8k")
+    assert qg.QUALITY.evaluate(dict(ctx, verdicts={}), s["quality"])["level"] == "numerics_changed"
+    assert qg.QUALITY.evaluate(dict(ctx, host="h2", verdicts={}), s["quality"])["level"] == "failed"
+    # a degraded reference comparison is `degraded`, not merely failed
+    bad = dict(changed, level="degraded", reasons=["top-1 agreement 0.5 beyond the tolerance 0.95"])
+    assert qg.QUALITY.evaluate({"result": {"quality": bad}, "host": "h1", "verdicts": {}},
+                               {"quality_accept": False})["level"] == "degraded"

@@ -7,8 +7,11 @@ import math
 
 import pytest
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import compare as q
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import gates as quality_gates
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import run as vq
+from ansible_collections.sglang.deploy.plugins.module_utils.quality import run
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import render
 
 SAME = {"max_abs_dlogprob": 0.001}
 TOL = {"max_abs_dlogprob": 0.05, "divergence_margin": 0.05}
@@ -55,8 +58,33 @@ def test_batch_sizes_without_graphs_and_as_configured():
         load.batch_sizes({}, explicit=[1])
     with pytest.raises(ValueError, match="reports none of"):
         load.batch_sizes({"cuda_graph_max_bs_decode": None})
-    with pytest.raises(ValueError, match="at most 1 request"):
+    with pytest.raises(load.NotApplicable, match="at most 1 request"):
         load.batch_sizes({"max_running_requests": 1}, cap=8)
+
+
+class NoServer:
+    """A client that fails the test if the check asks the server anything."""
+
+    def post_json(self, path, body):
+        raise AssertionError("the check at load asked %s of a server that decodes one request at a time" % path)
+
+
+def test_a_server_of_one_request_at_a_time_is_not_applicable_at_load_never_an_error():
+    # max-running-requests 1 rolled on a host: a legitimate single-request profile, not a crash
+    out = run.run_load(NoServer(), [{"text": "a"}], [], {"load_max_batch": 8}, {"max_running_requests": 1})
+    assert out["level"] == "not_applicable" and out["requests"] == 0
+    assert out["reasons"] == ["the server decodes at most 1 request at a time (largest 1 (max_running_requests)): "
+                              "nothing to check at load"]
+    rows, failures = q.load_gate(out)
+    assert failures == [] and rows[0]["value"] == "not_applicable" and rows[0]["ok"]
+    assert rows[0]["note"] == out["reasons"][0]
+    v = quality_gates.LOAD.evaluate({"result": {"quality": {"level": "same", "load": out}}}, {})
+    assert v["gate"] == "quality_at_load" and v["level"] == "not_applicable"
+    assert v["reasons"] == out["reasons"] and v["figures"] == rows
+    assert render.load_line(out) == "; at load not applicable: " + out["reasons"][0]
+    # a configuration that cannot work still raises: it is no verdict on the server
+    with pytest.raises(ValueError, match="no batch size above 1"):
+        run.run_load(NoServer(), [{"text": "a"}], [], {"load_batch_sizes": [1]}, {})
 
 
 def test_rounds_use_distinct_prompts_and_take_them_in_turn():
@@ -159,19 +187,19 @@ def test_levels_and_the_summary_name_the_batch_size_of_the_first_wrong_token():
 def test_the_gate_fails_a_degraded_check_naming_the_size_and_shows_the_probability_otherwise():
     cover = load.coverage(load.staggered(4, 24), 4, 0.05)
     good = load.summarize_staggered(load.judge_size(4, rows_of(*[(ALONE, ALONE)] * 9), SAME, TOL), cover, 0.05, 1)
-    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": dict(good, requests=1)})
-    assert failures == [] and [r["gate"] for r in rows] == ["quality vs last-known-good", "quality at load"]
-    assert rows[1]["value"] == "same" and "batch 2-4 in 1 batches: 9/9 generations as alone" in rows[1]["note"]
-    assert f"seen) {round(1 - 0.95 ** 2, 4)} at the least-seen size" in rows[1]["note"]
+    rows, failures = q.load_gate(dict(good, requests=1))
+    assert failures == [] and [r["gate"] for r in rows] == ["quality at load"]
+    assert rows[0]["value"] == "same" and "batch 2-4 in 1 batches: 9/9 generations as alone" in rows[0]["note"]
+    assert f"seen) {round(1 - 0.95 ** 2, 4)} at the least-seen size" in rows[0]["note"]
     bad_rows = rows_of((ALONE, gen([10, 5, 5, 5], [-0.1] + [-0.01] * 3)))
     bad_rows[0]["batch"] = 4
     bad = load.summarize_staggered(load.judge_size(4, bad_rows, SAME, TOL), cover, 0.05, 1)
     # the reference comparison alone is `same`, or there is no reference yet: the load check still decides
     for level in ("same", "recorded"):
-        rows, failures = q.gate({"level": level, "summary": {"tokens": 10, "top1": 1.0}, "load": bad})
-        assert not rows[1]["ok"] and len(failures) == 1
-        assert failures[0].startswith("quality at load degraded: 1 of 1 generations wrong, the first wrong token "
-                                      "decoded at batch 4: at batch 4, prompt p0")
+        v = quality_gates.LOAD.evaluate({"result": {"quality": {"level": level, "load": bad}}}, {})
+        assert v["level"] == "degraded" and not v["figures"][0]["ok"] and len(v["reasons"]) == 1
+        assert v["reasons"][0].startswith("quality at load degraded: 1 of 1 generations wrong, the first wrong token "
+                                          "decoded at batch 4: at batch 4, prompt p0"), v["reasons"]
     assert math.isclose(load.detect_probability(0.05, 0), 0.0)
 
 
@@ -263,7 +291,7 @@ def test_a_fault_confined_to_a_band_of_sizes_is_caught_and_named(band):
     # the first wrong token of each wrong generation was decoded inside the band, and the reason names it
     assert out["wrong_sizes"] and all(band[0] <= k <= band[1] for k in out["wrong_sizes"]), out["wrong_sizes"]
     assert "decoded at batch %d" % out["wrong_sizes"][0] in out["reasons"][0]
-    rows, failures = q.gate({"level": "same", "summary": {"tokens": 10, "top1": 1.0}, "load": out})
+    rows, failures = q.load_gate(out)
     assert failures and "at batch %d, prompt" % out["wrong_sizes"][0] in failures[0]
 
 

@@ -12,7 +12,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils import sglang_files 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = {"prompt": "Tell me a story.", "max_tokens": 256, "runs": 5, "warmup": 1}
-GATES = {"regression_ratio": 0.6, "ttft_regression_ratio": None, "min_samples": 3, "spread_k": 3}
+GATES = {"regression_ratio": 0.6, "ttft_regression_ratio": None, "baseline_min_samples": 3, "regression_spread_k": 3}
 
 
 def _baseline(*tps, ttft=20.0):
@@ -125,7 +125,8 @@ def _gate_args(report_dir, run_id, tps, **extra):
             "result": {"generation": "gen1", "single_stream": {"decode_tps": tps, "ttft_ms": 20.0,
                                                                "decode_tps_runs": [tps] * 5}},
             "expected_args": {"model-path": "/m", "api-key": "secret"}, "bench": BENCH, "isolated": True,
-            "gates": {"min_decode_tps": 30, "regression_ratio": 0.6, "min_samples": 3, "spread_k": 3}}
+            "gates": {"correctness": {"min_decode_tps": 30},
+                      "speed_regression": {"regression_ratio": 0.6, "baseline_min_samples": 3, "regression_spread_k": 3}}}
     args.update(extra)
     return args
 
@@ -198,3 +199,18 @@ def test_the_one_atomic_write_replaces_whole_files_with_their_mode_and_leaves_no
     with open(path, encoding="utf-8") as handle:
         assert handle.read() == "new \u00e9\n"
     assert os.listdir(tmp_path / "d") == ["index.fact"]
+
+
+def test_registry_verdict_of_speed_regression():
+    """The speed_regression entry of the registry: collecting passes and says so; a collapse
+    fails with the regression's message; no single stream measured, no verdict."""
+    from ansible_collections.sglang.deploy.plugins.module_utils.verify import registry
+    s = registry.settings({"speed_regression": {"regression_ratio": 0.6}})["speed_regression"]
+    ctx = {"result": {"single_stream": {"decode_tps": 142.0, "ttft_ms": 20.0}}, "reset_hint": "R",
+           "baselines": {"speed_regression": _baseline(480.0, 500.0)}}
+    v = bl.GATE.evaluate(ctx, s)
+    assert v["level"] == "passed" and "collecting: 2 of 3" in v["figures"][0]["note"]
+    v = bl.GATE.evaluate(dict(ctx, baselines={"speed_regression": _baseline(480.0, 500.0, 490.0)}), s)
+    assert v["gate"] == "speed_regression" and v["level"] == "failed" and "below the regression limit" in v["reasons"][0]
+    assert bl.GATE.evaluate(dict(ctx, result={}), s) is None
+    assert bl.GATE.evaluate(ctx, dict(s, regression_ratio=None)) is None  # speed gates off

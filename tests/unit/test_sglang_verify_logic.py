@@ -287,3 +287,15 @@ def test_console_table_shows_each_probe_answer_and_marks_a_wrong_one():
     assert any("'What is 2+2?' -> '4'" in line and "FAIL" not in line for line in lines)
     assert any("'Say hello.' -> '!!!!!!!!'  (FAIL)" in line for line in lines)
     assert "probes                       1/2 passed" in lines
+
+
+def test_registry_verdict_of_correctness():
+    """The correctness entry of the registry: the absolute gates' failures as its reasons."""
+    from ansible_collections.sglang.deploy.plugins.module_utils.verify import registry
+    ctx = {"result": _result(tps=50.0), "host": "h", "mode": "gate", "baselines": {}, "reset_hint": "R"}
+    v = registry.evaluate(ctx, registry.settings({"correctness": {"min_decode_tps": 71.6}}))[0]
+    assert v["gate"] == "correctness" and v["level"] == "failed"
+    assert v["reasons"] == ["single-stream decode 50.0 tok/s is under the gate of 71.6 tok/s"]
+    assert v["figures"][0]["gate"] == "decode tok/s >= min" and not v["figures"][0]["ok"]
+    v = registry.evaluate(dict(ctx, result=_result()), registry.settings({}))[0]
+    assert v["level"] == "passed" and v["reasons"] == []

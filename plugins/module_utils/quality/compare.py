@@ -251,7 +251,8 @@ def gate(quality, accept=False, task_decided=None):
 
     ``degraded`` fails; ``numerics_changed`` passes, except for a new model revision, which
     fails unless a task-accuracy check decided (``task_decided`` True) or the operator accepts
-    it (``accept``); no comparable reference (a different prompt set) fails unless reset."""
+    it (``accept``); no comparable reference (a different prompt set) fails unless reset. The
+    check at load is a gate of its own (load_gate)."""
     if not quality:
         return [], []
     level = quality.get("level")
@@ -284,8 +285,7 @@ def gate(quality, accept=False, task_decided=None):
                 "quality: the new model revision changed the numerics (%s) and no task-accuracy check can decide. "
                 "Where: %s. Accept it on purpose with %s (or configure sglang_verify_gsm8k)" % (
                     "; ".join(quality.get("reasons") or []), where, ACCEPT_HINT))
-    load_rows, load_failures = load_gate(quality.get("load"))
-    return [row] + load_rows, failures + load_failures
+    return [row], failures
 
 
 def load_gate(load):
@@ -293,6 +293,9 @@ def load_gate(load):
     ``degraded`` at any batch size fails, naming the size and the first wrong generation."""
     if not load:
         return [], []
+    if load.get("level") == "not_applicable":
+        return [{"gate": "quality at load", "value": "not_applicable", "limit": None, "unit": "", "ok": True,
+                 "note": "; ".join(load.get("reasons") or [])}], []
     sizes = load.get("sizes") or []
     note = "batch %s in %d batches: %d/%d generations as alone%s" % (
         "%d-%d" % (min(sizes), max(sizes)) if sizes else "none", load.get("requests") or 0, load.get("exact") or 0,

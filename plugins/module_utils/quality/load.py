@@ -31,6 +31,11 @@ MAX_FIELDS = ("cuda_graph_max_bs_decode", "cuda_graph_max_bs", "max_running_requ
 BUCKET_FIELDS = ("cuda_graph_bs_decode", "cuda_graph_bs")
 
 
+class NotApplicable(ValueError):
+    """The server never decodes two requests together: nothing to check at load. A verdict
+    (``not_applicable`` with this reason), not a failure: a single-request box is a profile."""
+
+
 def generations_for(fault_rate, probability):
     """Generations needed at one batch size to see a fault that hits ``fault_rate`` of them at
     least once with ``probability``: the smallest n with 1 - (1 - p)^n >= P."""
@@ -90,7 +95,8 @@ def batch_sizes(server_info, explicit=None, cap=None):
     else:
         middle = largest // 2 if largest // 2 > 1 else None
     if largest < 2:
-        raise ValueError("the server decodes at most %d request at a time (%s): nothing to check at load" % (largest, how))
+        raise NotApplicable("the server decodes at most %d request at a time (%s): nothing to check at load" % (
+            largest, how))
     return sorted(set([largest] + ([middle] if middle else []))), how
 
 
@@ -281,6 +287,11 @@ def summarize_staggered(judged, cover, fault_rate, passes):
                detect_probability=min([c["detect_probability"] for c in cover] or [None]) if cover else None)
     out.pop("size", None)
     return out
+
+
+def not_applicable(reason):
+    """The load part of the quality result where the check does not apply (NotApplicable)."""
+    return {"level": "not_applicable", "reasons": [str(reason)], "sizes": [], "per_size": [], "requests": 0}
 
 
 def summarize(per_size, fault_rate, generations):

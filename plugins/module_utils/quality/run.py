@@ -53,7 +53,10 @@ def run_load(client, prompts, alone, q, server_info):
     n_tok, k = int(q.get("max_tokens") or 24), int(q.get("top_k") or 5)
     fault_rate = float(q.get("load_fault_rate") or 0.05)
     generations = load.generations_for(fault_rate, float(q.get("load_detect_probability") or 0.95))
-    sizes, how = load.batch_sizes(server_info, q.get("load_batch_sizes"), q.get("load_max_batch"))
+    try:
+        sizes, how = load.batch_sizes(server_info, q.get("load_batch_sizes"), q.get("load_max_batch"))
+    except load.NotApplicable as exc:
+        return dict(load.not_applicable(exc), seconds=round(time.time() - t0, 2))
     largest = max(sizes)
     passes = max(1, -(-generations // largest))
     margin = (q.get("load_tolerance") or {}).get("divergence_margin", 0.0)

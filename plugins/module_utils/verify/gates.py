@@ -4,6 +4,8 @@
 # results are verify/baseline.py's.
 """Does a host pass on correctness and on the absolute floors?"""
 
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.verdict import Gate, flag, limit_value, verdict
+
 
 def evaluate_gates(result, gates):
     """Decide whether a host passes on correctness and on the absolute floors.
@@ -15,7 +17,7 @@ def evaluate_gates(result, gates):
     """
     failures = list(result.get("failures") or [])
     rows = []
-    gates = dict((k, limit_value(v) if k.endswith(("_tps", "_ms", "_ratio", "_samples", "_k")) else _bool(v))
+    gates = dict((k, limit_value(v) if k.endswith(("_tps", "_ms", "_ratio", "_samples", "_k")) else flag(v))
                  for k, v in (gates or {}).items())
     single = result.get("single_stream") or {}
     tps = single.get("decode_tps")
@@ -59,14 +61,19 @@ def evaluate_gates(result, gates):
     return (not failures), failures, rows
 
 
-def _bool(v):
-    if isinstance(v, str):
-        return v.strip().lower() in ("1", "true", "yes", "on")
-    return bool(v)
+def evaluate(ctx, settings):
+    """The registry's verdict of the correctness gate (registry.py)."""
+    passed, failures, rows = evaluate_gates(ctx["result"], settings)
+    return verdict(GATE.name, "passed" if passed else "failed", failures, rows,
+                   "correct: health, drift, probes and the floors hold" if passed else
+                   "%d correctness failure(s): %s" % (len(failures), failures[0][:200]))
 
 
-def limit_value(v):
-    """A gate limit from the inventory: None, "", "None" and "null" mean no gate."""
-    if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none", "null")):
-        return None
-    return float(v)
+GATE = Gate(
+    name="correctness",
+    settings={"min_decode_tps": None, "max_ttft_ms": None, "fail_on_drift": True, "fail_on_extra_flags": False},
+    needs=("health", "drift", "probes", "single_stream"),
+    evaluate=evaluate,
+    test="tests/unit/test_sglang_verify_logic.py",
+    options=("sglang_verify_expect_resolved",),
+)

@@ -14,6 +14,8 @@ import subprocess
 import tempfile
 import time
 
+from ansible_collections.sglang.deploy.plugins.module_utils.verify.verdict import Gate, limit_value, verdict
+
 _SCORE = re.compile(r"^Score: ([0-9.]+)\s*$", re.MULTILINE)
 
 
@@ -83,3 +85,25 @@ def gsm8k_gate(result, reference, min_score=None, max_drop_se=2.0):
     row = {"gate": "gsm8k accuracy", "value": score, "limit": min_score, "unit": "", "ok": not failures,
            "note": "; ".join(notes)}
     return row, failures, not failures
+
+
+def evaluate(ctx, settings):
+    """The registry's verdict of the task-accuracy gate (registry.py)."""
+    result = ctx["result"]
+    row, failures, _decided = gsm8k_gate(result.get("gsm8k"), (result.get("quality") or {}).get("reference_task"),
+                                         limit_value(settings["gsm8k_min_score"]),
+                                         limit_value(settings["gsm8k_max_drop_se"]))
+    if row is None:
+        return None
+    return verdict(GATE.name, "failed" if failures else "passed", failures, [row],
+                   failures[0] if failures else "gsm8k %s (%s)" % (row["value"], row["note"]))
+
+
+GATE = Gate(
+    name="gsm8k",
+    settings={"gsm8k_min_score": None, "gsm8k_max_drop_se": None},
+    needs=("gsm8k",),
+    evaluate=evaluate,
+    test="tests/unit/test_sglang_quality.py",
+    options=("sglang_verify_gsm8k_data", "sglang_verify_gsm8k_examples", "sglang_verify_gsm8k_shots"),
+)

@@ -106,6 +106,8 @@ def load_line(ld):
     the quality check at load, where it ran."""
     if not ld:
         return ""
+    if ld.get("level") == "not_applicable":
+        return "; at load not applicable: %s" % "; ".join(ld.get("reasons") or [])
     sizes = ld.get("sizes") or []
     return "; at load %s: batch %s in %s batches, %s generations, %s tokens (%s)%s, P(a fault in %g%% of the " \
         "generations at one size seen) %s at the least-seen size, %s s" % (
@@ -207,11 +209,13 @@ def render_summary_md(report):
         drift = res.get("drift") or {}
         sweep = res.get("sweep") or {}
         expect = res.get("resolved") or {}
+        verdicts = h.get("verdicts") or []
         if not (fails or drift.get("extra") or drift.get("resolved") or sweep.get("note") or res.get("quality")
-                or expect.get("checked") or expect.get("skipped")):
+                or expect.get("checked") or expect.get("skipped") or verdicts):
             continue
         out.append("## %s" % host)
         out.append("")
+        out += verdict_lines(verdicts)
         if res.get("quality"):
             out.append("- quality: %s" % quality_line(res).replace("|", "\\|"))
             if (res["quality"].get("worst") or "") and res["quality"].get("level") != "same":
@@ -239,6 +243,18 @@ def render_summary_md(report):
         out.append("Prometheus, this run's window: " + " · ".join("[%s](%s)" % (label, url) for label, url in links))
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def verdict_lines(verdicts):
+    """The report's lines of a host's verdicts (plugins/module_utils/verify/registry.py): every
+    gate's level in one line, then why each gate that does not apply does not."""
+    if not verdicts:
+        return []
+    out = ["- gates: " + ", ".join("%s %s" % (v["gate"], v["level"]) for v in verdicts)]
+    for v in verdicts:
+        if v["level"] == "not_applicable":
+            out.append("- %s not applicable: %s" % (v["gate"], "; ".join(v["reasons"]).replace("|", "\\|")))
+    return out
 
 
 def run_window(hosts, pad_s=30):
