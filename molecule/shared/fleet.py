@@ -72,6 +72,20 @@ def unit_state(host):
     return int(kv["MainPID"]), int(kv["ExecMainStartTimestampMonotonic"]) / 1e6
 
 
+def watchdog_state(host):
+    """The liveness watchdog's state on ``host`` (`sglang-watchdog status`)."""
+    return json.loads(sh(host, "sglang-watchdog status"))["state"] or {}
+
+
+def wait(what, check, timeout, period=0.5):
+    """Seconds until check() holds, polled every `period`; fails naming `what` past `timeout`."""
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < timeout, f"{what}: not within {timeout} s"
+        time.sleep(period)
+    return time.monotonic() - start
+
+
 def stops_since(host, epoch):
     """Seconds each stop of the sglang unit took since `epoch` (host clock), from systemd's
     'Stopping sglang.service' to its 'Stopped sglang.service' in the journal."""

@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, sh, unit_state
+from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, sh, unit_state, wait, watchdog_state
 from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAYS, GatewayTraffic, wait_for_listing, worker_url
 from ansible_collections.sglang.deploy.molecule.shared.prometheus import Prometheus, wait_for
 
@@ -32,21 +32,8 @@ OUT_WITHIN_S = 60
 BACK_WITHIN_S = 120
 
 
-def watchdog_state(host):
-    return json.loads(sh(host, "sglang-watchdog status"))["state"] or {}
-
-
 def main_pid(host):
     return unit_state(host)[0]
-
-
-def wait(what, check, timeout, period=0.5):
-    """Seconds until check() holds, polled every `period`; fails naming `what` past `timeout`."""
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < timeout, f"{what}: not within {timeout} s"
-        time.sleep(period)
-    return time.monotonic() - start
 
 
 def listed_in_no_gateway(traffic, host):

@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from ansible_collections.sglang.deploy.molecule.shared.fleet import ROOT, figure, local_vars, playbook, sh, unit_state
+from ansible_collections.sglang.deploy.molecule.shared.fleet import (ROOT, figure, local_vars, playbook, sh, unit_state, wait,
+                                                                 watchdog_state)
 from ansible_collections.sglang.deploy.molecule.shared.gateway import GatewayTraffic, wait_for_listing, worker_url
 
 testinfra_hosts = ["molecule-rollout-1"]
@@ -39,18 +40,6 @@ FAULT = {"sglang_server_env": dict(local_vars("sglang")["sglang_server_env"], PY
 SENTINEL_S = int(local_vars("watchdog")["sglang_watchdog_sentinel_interval_sec"])
 OUT_WITHIN_S = SENTINEL_S + 5 + 35
 BACK_WITHIN_S = 180
-
-
-def watchdog_state(host):
-    return json.loads(sh(host, "sglang-watchdog status"))["state"] or {}
-
-
-def wait(what, check, timeout, period=0.5):
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < timeout, f"{what}: not within {timeout} s"
-        time.sleep(period)
-    return time.monotonic() - start
 
 
 def private_tmp(host):
