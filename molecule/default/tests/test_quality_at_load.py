@@ -110,7 +110,7 @@ def test_every_gate_of_one_request_passes_the_fault_and_verify_finds_it_at_load(
     failed = failure(out)
     assert failed.startswith("quality at load degraded: ") and " | " not in failed, failed
     assert re.search(r"probes +5/5 passed", out) and re.search(r"sweep measured by", out), out[-4000:]
-    assert re.search(r"generations at batch \d+ wrong", failed), failed
+    assert re.search(r"the first wrong token decoded at batch \d+", failed), failed
     seconds = re.search(r"at load degraded: .*?, ([0-9.]+) s", " ".join(out.split()))
     figure(f"the same fault deployed without the check at load: every gate passed (deploy.yml's; verify.yml's "
            f"but the check at load, its sweep included); {len(QA) * 3} questions asked at once, {right} right (alone {len(QA)}/{len(QA)}); verify.yml "
