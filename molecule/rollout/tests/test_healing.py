@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, sh, unit_state, wait, watchdog_state
+from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, local_vars, sh, unit_state, wait, watchdog_state
 from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAYS, GatewayTraffic, wait_for_listing, worker_url
 from ansible_collections.sglang.deploy.molecule.shared.prometheus import Prometheus, wait_for
 
@@ -25,10 +25,14 @@ testinfra_hosts = ["molecule-rollout-1"]
 HOSTS = ["molecule-rollout-1", "molecule-rollout-2", "molecule-rollout-3"]
 HUNG = HOSTS[2]
 EVERY_HOST_HEALTHY = {worker_url(h): True for h in HOSTS}
-# the local inventory's watchdog: a run every 5 s, or as long as a run on a hung server takes (its
-# probe's 5 s timeout, then /metrics' 5 s), 3 failures; a warm start takes about 20 s
-# (docs/figures.md): out of the gateways within 60 s, back within 120 s
-OUT_WITHIN_S = 60
+# the local inventory's watchdog (inventories/local/group_vars/all/watchdog.yml): a run every 5 s,
+# or as long as a run on a hung server takes (its probe's timeout, then /metrics' as long), 3
+# failures, and before the first of them at most one sentinel ask that the hang left waiting for
+# its timeout; removal from both gateways within 10 s more. A warm start takes about 20 s
+# (docs/figures.md): back within 120 s
+WATCHDOG = local_vars("watchdog")
+OUT_WITHIN_S = (WATCHDOG["sglang_watchdog_sentinel_timeout_sec"] + WATCHDOG["sglang_watchdog_failure_threshold"]
+                * (WATCHDOG["sglang_watchdog_interval_sec"] + 2 * WATCHDOG["sglang_watchdog_probe_timeout_sec"]) + 10)
 BACK_WITHIN_S = 120
 
 
