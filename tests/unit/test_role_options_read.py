@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import yaml
+from ansible_collections.sglang.deploy.plugins.module_utils.inputs.catalogue import load_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "meta" / "argument_specs.yml").is_file())
@@ -21,9 +21,7 @@ READERS = [p for pattern in ("roles/*/tasks/**/*.yml", "roles/*/handlers/*.yml",
 
 
 def options(role):
-    spec = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))
-    return sorted({name for entry in (spec.get("argument_specs") or {}).values()
-                   for name in (entry.get("options") or {})})
+    return sorted({name for entry in load_specs(role).values() for name in (entry.get("options") or {})})
 
 
 def _texts():
@@ -39,7 +37,7 @@ def _texts():
 TEXTS = _texts()
 
 
-def unread(role, names, texts=None):
+def unread(names, texts=None):
     """The options of ``names`` that no reader reads: named as a YAML key (a default, or a value
     set for an include) is not a read."""
     texts = TEXTS if texts is None else texts
@@ -52,7 +50,7 @@ def unread(role, names, texts=None):
 
 
 def test_every_option_of_every_role_is_read():
-    offenders = {role: unread(role, options(role)) for role in ROLES}
+    offenders = {role: unread(options(role)) for role in ROLES}
     offenders = {k: v for k, v in offenders.items() if v}
     assert not offenders, "options nothing reads (a dropped module parameter?): %s" % offenders
 
@@ -62,4 +60,4 @@ def test_the_check_finds_an_option_nothing_reads():
     texts = {Path("defaults.yml"): "demo_update_baseline: true\ndemo_other: 1\n",
              Path("tasks.yml"): "- demo.mod:\n    other: \"{{ demo_other }}\"\n",
              Path("include.yml"): "- include_role:\n  vars:\n    demo_update_baseline: false\n"}
-    assert unread("demo", ["demo_update_baseline", "demo_other"], texts) == ["demo_update_baseline"]
+    assert unread(["demo_update_baseline", "demo_other"], texts) == ["demo_update_baseline"]
