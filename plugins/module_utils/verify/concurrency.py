@@ -5,7 +5,9 @@
 """Output throughput at several concurrency levels."""
 
 import concurrent.futures as cf
+import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -49,28 +51,61 @@ def own_sweep_level(client, model, p, conc, n_req, out_len):
     }
 
 
-def bench_serving_level(p, base_url, model, conc, n_req, sw, api_key):
-    fd, out = tempfile.mkstemp(prefix="sglang-verify-bench-", suffix=".jsonl")
-    os.close(fd)
-    os.unlink(out)
-    cmd = [sw["python"], "-m", "sglang.benchmark.serving",
-           "--backend", sw.get("backend") or "sglang-oai-chat",
-           "--base-url", base_url,
-           "--dataset-name", "random-ids",
-           "--tokenizer", sw["tokenizer"],
-           "--num-prompts", str(n_req),
-           "--random-input-len", str(sw.get("input_len") or 128),
-           "--random-output-len", str(sw.get("output_len") or 128),
-           "--random-range-ratio", "1",
-           "--max-concurrency", str(conc),
-           "--warmup-requests", str(sw.get("warmup_requests") or 1),
-           "--seed", "1",
-           "--disable-tqdm",
-           # the answers too (generated_texts, output_lens): a sweep of garbage is no figure
-           "--output-details",
-           "--output-file", out]
+# One process runs every level: sglang.benchmark.serving imports SGLang, torch and the tokenizer
+# (about 9 CPU-seconds on the local profile's CPU, more on a GPU host) before its first request,
+# once per process. The module is run as `python -m` would run it, once per level with that
+# level's arguments (runpy: a fresh module namespace each time, the imports kept).
+LEVELS_DRIVER = (
+    "import json, runpy, sys\n"
+    "for argv in json.load(open(sys.argv[1])):\n"
+    "    sys.argv = ['sglang.benchmark.serving'] + argv\n"
+    "    runpy.run_module('sglang.benchmark.serving', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def bench_serving_argv(base_url, model, conc, n_req, sw, out):
+    """The arguments of one level, as `python -m sglang.benchmark.serving` takes them."""
+    argv = ["--backend", sw.get("backend") or "sglang-oai-chat",
+            "--base-url", base_url,
+            "--dataset-name", "random-ids",
+            "--tokenizer", sw["tokenizer"],
+            "--num-prompts", str(n_req),
+            "--random-input-len", str(sw.get("input_len") or 128),
+            "--random-output-len", str(sw.get("output_len") or 128),
+            "--random-range-ratio", "1",
+            "--max-concurrency", str(conc),
+            "--warmup-requests", str(sw.get("warmup_requests") or 1),
+            "--seed", "1",
+            "--disable-tqdm",
+            # the answers too (generated_texts, output_lens): a sweep of garbage is no figure
+            "--output-details",
+            "--output-file", out]
     if model:
-        cmd += ["--model", model, "--served-model-name", model]
+        argv += ["--model", model, "--served-model-name", model]
+    return argv
+
+
+def bench_serving_record(p, sw, conc, n_req, text):
+    """One level's record from the JSON lines sglang.benchmark.serving wrote."""
+    rec = parse_bench_serving_jsonl(text)
+    details = bench_serving_answers(text)
+    # random token ids make rambling prompts: only the rules that hold for any input
+    rec["answer_problems"] = answers_check("concurrency sweep at %d (sglang.benchmark.serving)" % conc, [
+        {"text": t, "asked": int(sw.get("output_len") or 128), "got": n} for t, n in details],
+        min_run=p["garbage_min_run"], text_prompt=False)
+    rec["concurrency"] = conc
+    rec["errors"] = n_req - (rec.get("completed") or 0)
+    return rec
+
+
+def bench_serving_levels(p, base_url, model, levels, per, sw, api_key):
+    """Every level's record, in level order, from one sglang.benchmark.serving process; raises
+    RuntimeError naming the exit and the log's end when a level wrote nothing."""
+    work = tempfile.mkdtemp(prefix="sglang-verify-bench-")
+    plan = [(conc, max(conc * per, 2), os.path.join(work, "level-%d.jsonl" % i)) for i, conc in enumerate(levels)]
+    argvs = os.path.join(work, "levels.json")
+    with open(argvs, "w") as fh:
+        json.dump([bench_serving_argv(base_url, model, conc, n, sw, out) for conc, n, out in plan], fh)
     env = dict(os.environ)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -78,25 +113,20 @@ def bench_serving_level(p, base_url, model, conc, n_req, sw, api_key):
     if api_key:
         env["OPENAI_API_KEY"] = api_key
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                              timeout=int(sw.get("timeout") or 600))
+        proc = subprocess.run([sw["python"], "-c", LEVELS_DRIVER, argvs], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, env=env, timeout=int(sw.get("timeout") or 600) * len(plan))
         log = proc.stdout.decode("utf-8", errors="replace")
-        if proc.returncode != 0 or not os.path.exists(out):
-            raise RuntimeError("exit %s: %s" % (proc.returncode, log[-600:].strip()))
-        with open(out) as fh:
-            text = fh.read()
-        rec = parse_bench_serving_jsonl(text)
-        details = bench_serving_answers(text)
-        # random token ids make rambling prompts: only the rules that hold for any input
-        rec["answer_problems"] = answers_check("concurrency sweep at %d (sglang.benchmark.serving)" % conc, [
-            {"text": t, "asked": int(sw.get("output_len") or 128), "got": n} for t, n in details],
-            min_run=p["garbage_min_run"], text_prompt=False)
-        rec["concurrency"] = conc
-        rec["errors"] = n_req - (rec.get("completed") or 0)
-        return rec
+        missing = [conc for conc, _, out in plan if not os.path.exists(out)]
+        if proc.returncode != 0 or missing:
+            raise RuntimeError("exit %s%s: %s" % (proc.returncode, " (no figures at %s)" % missing if missing else "",
+                                                  log[-600:].strip()))
+        records = []
+        for conc, n_req, out in plan:
+            with open(out) as fh:
+                records.append(bench_serving_record(p, sw, conc, n_req, fh.read()))
+        return records
     finally:
-        if os.path.exists(out):
-            os.unlink(out)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def answer_failures(levels):
@@ -119,7 +149,7 @@ def run_sweep(client, model, p, base_url, api_key):
             note = "sglang.benchmark.serving not used: %s not set" % ", ".join(missing)
         else:
             try:
-                res = [bench_serving_level(p, base_url, model, c, max(c * per, 2), sw, api_key) for c in levels]
+                res = bench_serving_levels(p, base_url, model, levels, per, sw, api_key)
                 return {"tool": "sglang.benchmark.serving", "levels": res, "note": None}, answer_failures(res)
             except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
                 note = "sglang.benchmark.serving failed, own sweep used instead: %s" % str(e)[-600:]
