@@ -74,6 +74,9 @@ def test_a_server_running_fewer_requests_than_the_profile_serves_fails_from_the_
                                       "(max_running_requests 1 in /server_info), the profile serves 4 at once")
     assert "measured 95.0 output tok/s and p99 TTFT 120.0 ms at concurrency 4" in v["reasons"][0]
     assert _judge(_ctx(_result(400.0, mrr=48)))["level"] == "passed"
+    # the figures as measured (floats of many digits) are quoted with one decimal
+    v = _judge(_ctx(_result(314.783235354756, mrr=1)))
+    assert "measured 314.8 output tok/s and p99 TTFT 120.0 ms" in v["reasons"][0], v["reasons"][0]
 
 
 def test_the_floor_and_a_level_the_sweep_did_not_measure():

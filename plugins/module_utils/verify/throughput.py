@@ -57,6 +57,11 @@ def measured_protocol(ctx, settings):
             "tool": sweep.get("tool"), "isolated": bool(ctx["isolated"])}
 
 
+def _figure(value):
+    """A measured figure as a message quotes it: one decimal ("-" when not measured)."""
+    return "-" if value is None else "%.1f" % value
+
+
 def record(ctx, settings):
     figures = level_at(ctx["result"], concurrency(settings)) or {}
     if not figures.get("output_tps"):
@@ -92,7 +97,7 @@ def evaluate(ctx, settings):
             "throughput at load: the server decodes at most %d request%s at a time (max_running_requests %d in "
             "/server_info), the profile serves %d at once (sglang_verify_throughput_concurrency): measured %s output "
             "tok/s and p99 TTFT %s ms at concurrency %d, where the rest wait in the queue" % (
-                mrr, "" if mrr == 1 else "s", mrr, c, figures["output_tps"], figures["p99_ttft_ms"], c))
+                mrr, "" if mrr == 1 else "s", mrr, c, _figure(figures["output_tps"]), _figure(figures["p99_ttft_ms"]), c))
     floor = limit_value(settings.get("min_output_tps"))
     if floor is not None:
         ok = figures["output_tps"] is not None and figures["output_tps"] >= floor
