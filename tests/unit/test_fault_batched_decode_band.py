@@ -35,3 +35,17 @@ def test_the_file_switches_it_on_at_run_time_and_its_band_wins(fault, tmp_path):
     assert fault.active(8, env) and not fault.active(2, env)
     flag.unlink()
     assert not fault.active(8, env)
+
+
+def test_either_of_two_files_switches_it_on_the_first_found_gives_the_band(fault, tmp_path):
+    """The sentinel test's two switches: one a restart clears (PrivateTmp=), one it does not."""
+    cleared, survives = tmp_path / "tmp-fault", tmp_path / "on"
+    env = {"SGLANG_TEST_FAULT_FILE": f"{cleared}:{survives}"}
+    assert not fault.active(4, env)
+    survives.write_text("3-5\n")
+    assert fault.active(4, env) == (3, 5) and not fault.active(6, env)
+    cleared.write_text("6-8\n")
+    assert fault.active(6, env) == (6, 8) and not fault.active(4, env)
+    cleared.unlink()
+    survives.unlink()
+    assert not fault.active(4, env)

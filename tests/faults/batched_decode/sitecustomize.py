@@ -14,9 +14,11 @@ than one request, row i gets row i-1's logits (a batch-indexing bug).
 Which batches, from the server's environment (sglang_server_env):
 - SGLANG_TEST_FAULT_BATCH="lo-hi": only decode batches of lo to hi requests (one band of buckets,
   as a tactic tuned per problem size is); unset: every decode batch of more than one;
-- SGLANG_TEST_FAULT_FILE=<path>: on only while that file exists, read at every decode step (the
-  fault switched on and off at run time, no restart: molecule/rollout/tests/test_sentinel.py);
-  a band written in the file ("lo-hi") wins over the environment's. Unset: always on.
+- SGLANG_TEST_FAULT_FILE=<path>[:<path>...]: on only while one of those files exists, read at
+  every decode step (the fault switched on and off at run time, no restart:
+  molecule/rollout/tests/test_sentinel.py, whose first path lies in the unit's PrivateTmp=, which
+  a restart clears, and whose second survives restarts); a band written in the first file found
+  ("lo-hi") wins over the environment's. Unset: always on.
 """
 
 import importlib.abc
@@ -42,12 +44,16 @@ def band(text, default=(2, 1 << 30)):
 def active(size, env=os.environ):
     """The band this decode batch of ``size`` requests is wrong in, or None."""
     lo, hi = band(env.get("SGLANG_TEST_FAULT_BATCH"))
-    path = env.get("SGLANG_TEST_FAULT_FILE")
-    if path:
-        try:
-            with open(path) as src:
-                lo, hi = band(src.read(), (lo, hi))
-        except OSError:
+    paths = env.get("SGLANG_TEST_FAULT_FILE")
+    if paths:
+        for path in paths.split(os.pathsep):
+            try:
+                with open(path) as src:
+                    lo, hi = band(src.read(), (lo, hi))
+                break
+            except OSError:
+                continue
+        else:
             return None
     return (lo, hi) if lo <= size <= hi else None
 
