@@ -92,6 +92,9 @@ def line(scenario, nodeid, before, after):
             f"cpu {controller + containers:.0f} s: {nodeid}")
 
 
+COST_KEY = pytest.StashKey[Cost]()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001  # pytest's hook signature
     cost = item.config.stash.get(COST_KEY, None)
@@ -104,9 +107,6 @@ def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001  # pytest's hook si
     os.makedirs(os.path.dirname(LOG), exist_ok=True)
     with open(LOG, "a", encoding="utf-8") as out:
         out.write(line(os.environ.get("MOLECULE_SCENARIO_NAME", "?"), item.nodeid, before, after) + "\n")
-
-
-COST_KEY = pytest.StashKey[Cost]()
 
 
 def pytest_configure(config):

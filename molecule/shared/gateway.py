@@ -75,6 +75,10 @@ class GatewayTraffic:
             out[url] = {w["url"]: bool(w.get("is_healthy")) for w in answer["workers"]}
         return out
 
+    def listed_nowhere(self, host):
+        """Whether no gateway lists `host`'s worker now (healthy or not)."""
+        return all(worker_url(host) not in listed for listed in self.listings_now().values())
+
     def listing(self):
         """{worker url: healthy in every gateway} now (a worker one gateway does not list is not)."""
         return self._combined(self.listings_now())

@@ -15,10 +15,17 @@ import urllib.request
 
 import yaml
 
-from ansible_collections.sglang.deploy.molecule.shared.fleet import ip_of, playbook, scratch
+from ansible_collections.sglang.deploy.molecule.shared.fleet import ip_of, playbook, scratch, sh
 
 PROM = "127.0.0.1:19090"
 INTERVAL = "2s"
+
+
+def install_node_exporter(host):
+    """Debian's node exporter on `host`, as playbooks/monitoring.yml installs it (once: a host that
+    has it keeps it), so that the watchdog's textfile figures reach Prometheus."""
+    sh(host, "command -v prometheus-node-exporter || { apt-get update -qq && "
+             "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-node-exporter; }")
 
 
 def wait_for(what, check, timeout):

@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, local_vars, sh, unit_state, wait, watchdog_state
 from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAYS, GatewayTraffic, wait_for_listing, worker_url
-from ansible_collections.sglang.deploy.molecule.shared.prometheus import Prometheus, wait_for
+from ansible_collections.sglang.deploy.molecule.shared.prometheus import Prometheus, install_node_exporter, wait_for
 
 testinfra_hosts = ["molecule-rollout-1"]
 
@@ -40,10 +40,6 @@ def main_pid(host):
     return unit_state(host)[0]
 
 
-def listed_in_no_gateway(traffic, host):
-    return all(worker_url(host) not in listed for listed in traffic.listings_now().values())
-
-
 @pytest.mark.usefixtures("known_good")
 def test_a_hung_server_leaves_both_gateways_is_restarted_and_rejoins_while_clients_are_served():
     """kill -STOP of the server's main process (HTTP and tokenizer: the unit stays `active
@@ -53,8 +49,7 @@ def test_a_hung_server_leaves_both_gateways_is_restarted_and_rejoins_while_clien
     host here, as playbooks/monitoring.yml does): SGLangWatchdogRestarted fires, then resolves
     once its window (shortened to 1m) has passed."""
     assert sh(HUNG, "systemctl is-active sglang-watchdog.timer") == "active"
-    sh(HUNG, "command -v prometheus-node-exporter || { apt-get update -qq && "
-             "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-node-exporter; }")
+    install_node_exporter(HUNG)
     before = watchdog_state(HUNG).get("restarts_total", 0)
     pid = main_pid(HUNG)
     monitoring = {"sglang_monitoring_node_exporter_targets": [{"target": f"{ip_of(HUNG)}:9100", "host": HUNG}],
@@ -65,7 +60,7 @@ def test_a_hung_server_leaves_both_gateways_is_restarted_and_rejoins_while_clien
             "query", query=f'sglang_watchdog_healthy{{host="{HUNG}"}} == 1')["result"], 60)
         hung_at = time.monotonic()
         sh(HUNG, f"kill -STOP {pid}")
-        out_s = wait("the hung host out of both gateways", lambda: listed_in_no_gateway(traffic, HUNG), OUT_WITHIN_S)
+        out_s = wait("the hung host out of both gateways", lambda: traffic.listed_nowhere(HUNG), OUT_WITHIN_S)
         left_at = time.monotonic()
         restart_s = wait("a new server process", lambda: main_pid(HUNG) not in (0, pid), 60)
         # the alert fires for the window (1m) after the restart: watched from the restart on, not

@@ -24,7 +24,7 @@ import pytest
 
 from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, local_vars, sh, unit_state, wait, watchdog_state
 from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAYS, GatewayTraffic, wait_for_listing, worker_url
-from ansible_collections.sglang.deploy.molecule.shared.prometheus import Prometheus, wait_for
+from ansible_collections.sglang.deploy.molecule.shared.prometheus import Prometheus, install_node_exporter, wait_for
 
 testinfra_hosts = ["molecule-rollout-1"]
 
@@ -90,8 +90,7 @@ def test_a_host_that_starts_answering_wrong_leaves_both_gateways_and_a_restart_b
         assert right["wrong_total"] == wrong and right["last_ok"], right
         onset = time.monotonic()
         sh(HOST, f"echo {BAND[0]}-{BAND[1]} > {private_tmp(HOST)}/{FAULT_FILE.rsplit('/', 1)[1]}")
-        out_s = wait("the wrong host out of both gateways", lambda: all(
-            worker_url(HOST) not in listed for listed in traffic.listings_now().values()), OUT_WITHIN_S)
+        out_s = wait("the wrong host out of both gateways", lambda: traffic.listed_nowhere(HOST), OUT_WITHIN_S)
         left_at = time.monotonic()
         restart_s = wait("a new server process", lambda: unit_state(HOST)[0] not in (0, pid), 60)
         back_s = wait("the host back in both gateways", lambda: traffic.listing() == EVERY_HOST_HEALTHY,
@@ -124,8 +123,7 @@ def test_a_fault_that_survives_the_restart_leaves_the_host_out_given_up_and_aler
     gateways, one restart; wrong twice again on the new server: given up (wrong_answers), the host
     stays out, SGLangWatchdogGaveUp and SGLangWrongAnswers fire in a real Prometheus (the host's
     node exporter, installed as in test_healing.py), and nothing restarts it again."""
-    sh(HOST, "command -v prometheus-node-exporter || { apt-get update -qq && "
-             "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-node-exporter; }")
+    install_node_exporter(HOST)
     before = watchdog_state(HOST)
     restarts = before.get("restarts_total", 0)
     pid = unit_state(HOST)[0]
@@ -135,8 +133,7 @@ def test_a_fault_that_survives_the_restart_leaves_the_host_out_given_up_and_aler
         wait_for("the watchdog's figures in Prometheus", lambda: prom.api(
             "query", query=f'sglang_watchdog_healthy{{host="{HOST}"}} == 1')["result"], 60)
         sh(HOST, f"echo {BAND[0]}-{BAND[1]} > {PERSISTENT_FILE}")
-        out_s = wait("the wrong host out of both gateways", lambda: all(
-            worker_url(HOST) not in listed for listed in traffic.listings_now().values()), OUT_WITHIN_S)
+        out_s = wait("the wrong host out of both gateways", lambda: traffic.listed_nowhere(HOST), OUT_WITHIN_S)
         restart_s = wait("a new server process", lambda: unit_state(HOST)[0] not in (0, pid), 60)
         new_pid = unit_state(HOST)[0]
         gave_up_s = wait("given up: still wrong after the restart",
@@ -149,7 +146,7 @@ def test_a_fault_that_survives_the_restart_leaves_the_host_out_given_up_and_aler
         # nothing loops: two more sentinel intervals, the same process, still out of both gateways
         time.sleep(2 * SENTINEL_S)  # what is watched is that nothing happens over this time
         assert unit_state(HOST)[0] == new_pid
-        assert all(worker_url(HOST) not in listed for listed in traffic.listings_now().values())
+        assert traffic.listed_nowhere(HOST)
     state = watchdog_state(HOST)
     assert state["out"] and state["given_up"]["reason"] == "wrong_answers", state
     # one restart, and the give-up is the sentinel's own (not the restart limit's)
