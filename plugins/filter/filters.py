@@ -29,7 +29,7 @@ from ansible_collections.sglang.deploy.plugins.module_utils.monitoring import (
 from ansible_collections.sglang.deploy.plugins.module_utils.release import guard as release_guard
 from ansible_collections.sglang.deploy.plugins.module_utils.rollout import urls
 from ansible_collections.sglang.deploy.plugins.module_utils.sweep import order, redact
-from ansible_collections.sglang.deploy.plugins.module_utils.verify import endpoint
+from ansible_collections.sglang.deploy.plugins.module_utils.verify import endpoint, registry as verify_registry
 from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import install
 
 
@@ -84,6 +84,8 @@ class FilterModule:
             "sglang_sweep_secrets": redact.sweep_secrets,
             # roles/sglang_watchdog
             "sglang_watchdog_stale": install.sglang_watchdog_stale,
+            # roles/sglang_verify: what a verification measures, from the gates that judge it
+            "sglang_verify_checks": verify_registry.checks,
             # playbooks/verify_endpoint.yml
             "sglang_endpoint_base_url": endpoint.sglang_endpoint_base_url,
             "sglang_endpoint_id": endpoint.sglang_endpoint_id,

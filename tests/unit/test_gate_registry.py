@@ -90,3 +90,32 @@ def test_a_host_of_one_request_at_a_time_gets_verdicts_not_an_exception():
                                                                   "verdicts": verdicts}}})
     assert "- quality_at_load not applicable: the server decodes at most 1 request at a time (...)" in md
     assert "- throughput_at_load not applicable: the profile serves one request at a time" in md
+
+
+ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+
+
+def test_what_a_verification_measures_follows_from_the_gates_that_judge_it():
+    every = {g.name: True for g in GATES}
+    assert registry.checks("gate", every) == ["health", "drift", "probes", "single_stream", "gsm8k", "quality", "sweep"]
+    off = dict(every, quality=False, quality_at_load=False, spec_accept_length=False, gsm8k=False,
+               throughput_at_load=False)
+    # the quick gate of a host without quality, gsm8k or throughput: only what correctness and
+    # speed regression read; the full verification adds the sweep its report shows
+    assert registry.checks("gate", off) == ["health", "drift", "probes", "single_stream"]
+    assert registry.checks("full", off) == ["health", "drift", "probes", "single_stream", "sweep"]
+    # one quality gate left on still needs the quality run; a switch carried as text counts
+    assert "quality" in registry.checks("gate", dict(off, spec_accept_length="True"))
+    assert "quality" not in registry.checks("gate", dict(off, quality="False"))
+    with pytest.raises(ValueError, match="quality_at_lod"):
+        registry.checks("gate", {"quality_at_lod": False})
+    with pytest.raises(ValueError, match="mode 'quick'"):
+        registry.checks("quick", every)
+
+
+def test_the_role_switches_only_registered_gates_and_both_entry_points_ask_the_registry():
+    assert set(ROLE_VARS["_sglang_verify_gates_on"]) <= {g.name for g in GATES}
+    for entry in ("gate.yml", "main.yml"):
+        text = (ROLE / "tasks" / entry).read_text()
+        assert "sglang.deploy.sglang_verify_checks(_sglang_verify_gates_on)" in text, entry
+        assert "'single_stream'" not in text, "%s lists checks by hand" % entry

@@ -20,6 +20,32 @@ REGISTRY = (
 )
 
 
+# what the full verification measures whatever judges it: the sweep's levels are the report's table
+REPORTED = {"full": ("sweep",), "gate": ()}
+
+
+def _on(value):
+    """A switch as a role variable may carry it: a bool, or its text where templating left one."""
+    return value.strip().lower() in ("true", "yes", "on", "1") if isinstance(value, str) else bool(value)
+
+
+def checks(mode, on):
+    """The probe checks (sglang_probe's ``checks``) a verification of ``mode`` ("gate" or "full")
+    runs: what each registered gate needs (its ``needs``), for every gate ``on`` does not switch
+    off ({gate name: bool}; a gate it does not name is on), in registry order, then what ``mode``
+    reports on its own. An unknown gate name or mode raises ValueError."""
+    names = [gate.name for gate in REGISTRY]
+    unknown = sorted(set(on or {}) - set(names))
+    if unknown or mode not in REPORTED:
+        raise ValueError("checks: unknown %s (gates: %s; modes: %s)" % (
+            ", ".join(unknown) or "mode %r" % mode, ", ".join(names), ", ".join(sorted(REPORTED))))
+    out = []
+    for gate in REGISTRY:
+        if _on((on or {}).get(gate.name, True)):
+            out += [c for c in gate.needs if c not in out]
+    return out + [c for c in REPORTED[mode] if c not in out]
+
+
 def settings(given):
     """Every gate's settings with its defaults; unknown gates or keys raise ValueError."""
     return check_settings(REGISTRY, given)
