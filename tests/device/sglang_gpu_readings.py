@@ -23,6 +23,8 @@ is written to OUT/readings.json as soon as it is known, so a call cut off keeps 
             of that size, repeated: per bucket the exact generations, the near-tie divergences
             with their margins, |d logprob| before the first divergence, the verdict under the
             profile's tolerance; each pass over every bucket is one check at load
+  sentinel  the serving sentinel's batch against the reference, --sentinel-asks times, while 3
+            clients send their own generations (a false alarm is a wrong verdict here)
   speed     single-stream decode tok/s (runs of 256 tokens) and output tok/s at concurrency,
             interleaved repeats
   restart   the same flags started again: the quality verdict against the first reference, one
@@ -45,8 +47,10 @@ import urllib.request
 
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import load
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import run as vq
+from ansible_collections.sglang.deploy.plugins.module_utils.quality.batch import run_staggered
 from ansible_collections.sglang.deploy.plugins.module_utils.verify.client import Client, single_stream
 from ansible_collections.sglang.deploy.plugins.module_utils.verify.concurrency import own_sweep_level
+from ansible_collections.sglang.deploy.plugins.module_utils.watchdog import sentinel as sen
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "roles", "model_files", "files", "tiny-qwen2")
@@ -139,10 +143,11 @@ def prompts():
         return json.load(f)
 
 
-def quality_q(release_dir, fact, reset, candidate, tolerance, same_limits):
+def quality_q(release_dir, fact, reset, candidate, tolerance, same_limits, at_load=False):
     return {"prompts": prompts(), "max_tokens": 24, "top_k": 5, "reset": reset, "release_dir": release_dir,
             "release_fact": fact, "candidate_path": candidate, "same": same_limits["quality_same"],
-            "tolerance": same_limits["quality_tolerance"], "load": False, "load_tolerance": tolerance}
+            "tolerance": same_limits["quality_tolerance"], "load": at_load, "load_tolerance": tolerance,
+            "load_same": same_limits["load_same"]}
 
 
 def buckets_of(info, largest=None):
@@ -178,6 +183,44 @@ def load_pass(client, ps, alone, sizes, generations, limits):
     return out
 
 
+def sentinel_asks(client, tmp, tolerance, asks, clients=3):
+    """The serving sentinel's comparison (roles/sglang_watchdog: watchdog/sentinel.py on
+    quality/batch.py's staggered batch), ``asks`` times against the recorded reference while
+    ``clients`` threads send their own generations, so that its prompts land in batches the
+    traffic makes: how many asks were right, the largest |d logprob|, seconds per ask, and the
+    first wrong verdict described."""
+    import threading
+    with open(os.path.join(tmp, "r1", "quality.json")) as f:
+        refs = sen.pick(json.load(f), 8)
+    stop = threading.Event()
+
+    def traffic():
+        body = {"text": "Count slowly: one, two,", "sampling_params": {"temperature": 0, "max_new_tokens": 40}}
+        while not stop.is_set():
+            client.post_json("/generate", body)
+    threads = [threading.Thread(target=traffic, daemon=True) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    right, worst, secs, wrong = 0, 0.0, [], []
+    try:
+        for _ in range(asks):
+            t0 = time.time()
+            rows, _ = run_staggered(client, refs, sen.lengths(refs), 5, float(tolerance.get("divergence_margin", 0.0)))
+            v = sen.judge(rows, refs, tolerance)
+            secs.append(time.time() - t0)
+            right += bool(v["ok"])
+            worst = max(worst, float(v.get("max_abs") or 0.0))
+            if not v["ok"] and len(wrong) < 3:
+                wrong.append(sen.describe(v))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    return {"asks": asks, "right": right, "clients": clients, "max_abs_dlogprob": round(worst, 6),
+            "seconds_median": round(statistics.median(secs), 3) if secs else None,
+            "seconds_max": round(max(secs), 3) if secs else None, "wrong": wrong}
+
+
 def alone_runs(client, ps):
     alone = []
     for p in ps:
@@ -186,10 +229,20 @@ def alone_runs(client, ps):
     return alone
 
 
-def quality_verdict(client, release_dir, fact, limits, candidate):
-    q = quality_q(release_dir, fact, False, candidate, limits["load_tolerance"], limits)
-    res = vq.run_quality(client, q, MODEL, {"version": "device"})
-    return {k: res.get(k) for k in ("level", "reasons", "summary", "worst", "requests", "seconds")}
+def quality_verdict(client, release_dir, fact, limits, candidate, at_load=False, info=None):
+    """The quality gate as deploy.yml runs it (quality/run.py run_quality): against the recorded
+    reference, and with ``at_load`` its check at load too (batches of staggered lengths through
+    every size from the largest captured bucket down to 2, quality/run.py run_load)."""
+    q = quality_q(release_dir, fact, False, candidate, limits["load_tolerance"], limits, at_load)
+    res = vq.run_quality(client, q, MODEL, {"version": "device"}, server_info=info)
+    out = {k: res.get(k) for k in ("level", "reasons", "summary", "worst", "requests", "seconds")}
+    if at_load:
+        ld = res.get("load") or {}
+        out["load"] = {k: ld.get(k) for k in ("level", "reasons", "largest", "sizes_from", "sizes_missed", "requests",
+                                              "tokens", "seconds", "generations", "exact", "diverged_near_tie",
+                                              "wrong", "wrong_sizes", "max_abs_dlogprob", "mean_abs_dlogprob",
+                                              "detect_probability", "passes")}
+    return out
 
 
 def record_reference(client, tmp, limits):
@@ -297,7 +350,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/out"))
     ap.add_argument("--budget", type=float, default=540.0)
     ap.add_argument("--start-limit", type=float, default=300.0)
-    ap.add_argument("--stages", default="base,reference,buckets,speed,restart,fault,variant")
+    ap.add_argument("--stages", default="base,reference,buckets,sentinel,speed,restart,fault,variant")
+    ap.add_argument("--sentinel-asks", type=int, default=100)
     ap.add_argument("--endpoint-runs", type=int, default=3)
     ap.add_argument("--speed-rounds", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=2, help="quality verdicts of the same server against its reference")
@@ -344,13 +398,19 @@ def main():
         sizes, field = buckets_of(info)
         run.data["buckets"] = {"field": field, "sizes": sizes}
         if "buckets" in stages and sizes:
-            passes, t_b = [], time.time()
+            passes, gates, t_b = [], [], time.time()
             for i in range(a.load_passes):
                 if i > 0 and (time.time() - t_b > a.bucket_seconds or run.left() < 150):
                     break
                 passes.append(load_pass(client, ps, alone, sizes, 59, limits))
-                run.put("buckets", {"passes": passes})
-                run.log("buckets pass %d: %s in %ss" % (i + 1, passes[-1]["level"], passes[-1]["seconds"]))
+                gates.append(quality_verdict(client, tmp, os.path.join(tmp, "index.json"), limits, None, True, info))
+                run.put("buckets", {"passes": passes, "gate_checks": gates})
+                run.log("buckets pass %d: %s in %ss; the gate's check at load %s/%s in %ss" % (
+                    i + 1, passes[-1]["level"], passes[-1]["seconds"], gates[-1]["level"],
+                    gates[-1]["load"]["level"], gates[-1]["load"]["seconds"]))
+        if "sentinel" in stages and "reference" in stages and run.left() > 150:
+            run.put("sentinel", sentinel_asks(client, tmp, limits["load_tolerance"], a.sentinel_asks))
+            run.log("sentinel: %s" % {k: run.data["stages"]["sentinel"][k] for k in ("asks", "right", "max_abs_dlogprob")})
         if "speed" in stages and run.left() > 150:
             run.put("speed", speed(client, model, a.speed_rounds, (1, 8, 32, 64)))
             run.log("speed: %s" % run.data["stages"]["speed"]["decode_tps"])
@@ -375,19 +435,24 @@ def main():
             if started is None:
                 entry["log_tail"] = srv.tail(40)
             else:
-                if stage != "fault" and "reference" in stages:
-                    entry["quality"] = quality_verdict(client, tmp, os.path.join(tmp, "index.json"), limits, None)
                 _, info2 = get_json(client, "/server_info")
-                sizes2, _ = buckets_of(info2 if isinstance(info2, dict) else {})
+                info2 = info2 if isinstance(info2, dict) else {}
+                if "reference" in stages:
+                    entry["quality"] = quality_verdict(client, tmp, os.path.join(tmp, "index.json"), limits, None,
+                                                       True, info2)
+                sizes2, _ = buckets_of(info2)
                 alone2 = alone_runs(client, ps)
                 entry["load"] = load_pass(client, ps, alone2, sizes2 or [2, 8, 32], 59, limits)
-                entry["server_info"] = dict((k, info2.get(k)) for k in keys) if isinstance(info2, dict) else {}
+                if stage == "fault" and "sentinel" in stages:
+                    entry["sentinel"] = sentinel_asks(client, tmp, limits["load_tolerance"], 3)
+                entry["server_info"] = dict((k, info2.get(k)) for k in keys)
         except Exception as exc:
             entry["error"] = "%s: %s" % (type(exc).__name__, exc)
         srv.stop()
         run.put(stage, entry)
-        run.log("%s: start %s, quality %s, load %s" % (stage, started, (entry.get("quality") or {}).get("level"),
-                                                      (entry.get("load") or {}).get("level")))
+        run.log("%s: start %s, quality %s (gate at load %s), per bucket %s" % (
+            stage, started, (entry.get("quality") or {}).get("level"),
+            ((entry.get("quality") or {}).get("load") or {}).get("level"), (entry.get("load") or {}).get("level")))
     run.save()
     return 0
 
