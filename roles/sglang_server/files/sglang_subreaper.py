@@ -1,23 +1,20 @@
 # -*- coding: utf-8 -*-
-"""Runs the SGLang server as the child of a subreaper of its own unit (installed by
-roles/sglang_server as /usr/local/libexec/sglang-subreaper; templates/sglang.service.j2).
+"""Runs the SGLang server under a subreaper of its own unit (installed by roles/sglang_server as
+/usr/local/libexec/sglang-subreaper; templates/sglang.service.j2; docs/operations.md, "The
+server's supervisor"). SGLang's processes send SIGQUIT to what they take for their parent when
+they fail; an orphan's parent is otherwise PID 1, and systemd takes SIGQUIT for its own crash.
 
-SGLang's processes send SIGQUIT to the process they take for their parent when they fail; a
-process whose parent has died is adopted by PID 1, and systemd, as PID 1, takes SIGQUIT for a
-crash of its own (it freezes; a container exits). Here the orphans of the server are adopted by
-this process instead (PR_SET_CHILD_SUBREAPER), which outlives them: it reaps every one, takes a
-SIGQUIT sent to it as SGLang means it (a part of the server failed: the server is sent SIGQUIT
-and so exits as SGLang does then) and logs the sender, and forwards SIGTERM, SIGINT and SIGHUP to
-the server. systemd is told the server's PID as MainPID (sd_notify MAINPID=, NotifyAccess=all),
-so KillMode=mixed sends its SIGTERM to the server and `systemctl show -p MainPID` names it. When
-the server has exited: its remaining descendants get SIGTERM, then SIGKILL after the grace;
-MainPID is handed back to this process (systemd 252 does not see a main PID exit that is not
-its own child, docs/operations.md "The server's supervisor"), confirmed with BARRIER=1, and
-this process ends as the server did: the same exit code, or killed by the same signal, so
-Result= and Restart=on-failure judge the server's end.
+Here the server's orphans are adopted (PR_SET_CHILD_SUBREAPER) and reaped by this process; a
+SIGQUIT sent to it is logged with its sender and passed to the server (SGLang's "a part of the
+server failed"); SIGTERM, SIGINT and SIGHUP are forwarded. systemd is told the server's PID as
+MainPID (sd_notify, NotifyAccess=all). Once the server has ended: what it left gets SIGTERM, then
+SIGKILL after the grace; MainPID is handed back here (systemd 252 does not see the exit of a main
+PID that is not its child), confirmed with BARRIER=1; and this process ends as the server did
+(its exit code, or its signal), so Result= and Restart= judge the server's end.
 
-Usage: sglang-subreaper [--grace SECONDS] -- COMMAND [ARG...]; sglang-subreaper --stop $MAINPID. Standard library only; Linux.
-"""
+Usage: sglang-subreaper [--grace SECONDS] -- COMMAND [ARG...]
+       sglang-subreaper --stop $MAINPID   (ExecStop=: SIGTERM to the server, wait for its end)
+Standard library only; Linux."""
 
 import ctypes
 import os
@@ -75,16 +72,27 @@ def notify(message, barrier=False):
         return False
 
 
+def stat(pid):
+    """(state, parent PID) of pid from /proc, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def alive(pid):
+    """pid exists and is not a zombie."""
+    return (stat(pid) or ("Z", 0))[0] != "Z"
+
+
 def descendants(root):
-    """PIDs of every living descendant of root (from /proc)."""
+    """PIDs of every living (not zombie) descendant of root."""
     children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        state, ppid = stat(entry) or ("Z", 0)
+        if state != "Z":
             children.setdefault(ppid, []).append(int(entry))
     found, todo = [], [root]
     while todo:
@@ -147,30 +155,14 @@ def end_as(status):
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def alive(pid):
-    """pid exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def parent_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
 def stop(pid):
     """ExecStop=: SIGTERM (and SIGCONT, as systemd sends) to the main PID, the server, and wait
     until it and its subreaper have ended; systemd's TimeoutStopSec bounds the wait."""
     if not pid.isdigit() or int(pid) <= 1:
         return 0  # the main process has already ended: nothing to stop
     pid = int(pid)
-    waits = [pid] + [p for p in [parent_of(pid)] if p > 1 and p != os.getppid()]
+    parent = (stat(pid) or ('', 0))[1]
+    waits = [pid] + ([parent] if parent > 1 and parent != os.getppid() else [])
     for sig in (signal.SIGTERM, signal.SIGCONT):
         try:
             os.kill(pid, sig)
