@@ -37,6 +37,8 @@ def test_the_rendered_units_read_back_and_pass(name):
     (("--port 30000", "--port 30000 \\\n    --po 31000"), "[flag-abbreviation]"),
     (("User=root", "User=root\nUser=bad user"), "sglang_server_user [input-user]"),
     (("/root/ml-env/bin/python -m", "/tmp/py/bin/python -m"), "sglang_server_python [input-user-tree]"),
+    # the interpreter of the subreaper the server runs under (ExecStart's first word) too
+    (("/root/ml-env/bin/python -I -S", "/tmp/py/bin/python -I -S"), "sglang_server_python [input-user-tree]"),
 ])
 def test_a_release_a_new_render_refuses_is_refused(change, named):
     unit, env = files("local")

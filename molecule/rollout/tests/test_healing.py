@@ -9,6 +9,7 @@ is not a hang. Starts from every host serving a configuration deployed on purpos
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -16,7 +17,8 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.sglang.deploy.molecule.shared.fleet import figure, ip_of, local_vars, sh, unit_state, wait, watchdog_state
+from ansible_collections.sglang.deploy.molecule.shared.fleet import (ask, figure, ip_of, local_vars, sh, unit_state, unit_text, wait,
+                                                                     watchdog_state)
 from ansible_collections.sglang.deploy.molecule.shared.gateway import GATEWAYS, GatewayTraffic, wait_for_listing, worker_url
 from ansible_collections.sglang.deploy.molecule.shared.prometheus import Prometheus, install_node_exporter, wait_for
 
@@ -171,3 +173,89 @@ def test_a_held_host_is_left_alone_even_when_hung_and_a_long_generation_is_not_a
     journal = sh(busy_host, f"journalctl -u sglang-watchdog --since @{since} --no-pager -o cat")
     assert "probe failed" not in journal, journal[-2000:]
     figure(f"24 generations of 1500 tokens on one host, 8 at once, busy {busy:.0f} s: no watchdog probe counted a failure")
+
+
+# the orphan case (docs/operations.md, "The server's supervisor"): a --dp-size 2 server under the
+# real unit, through a runtime drop-in (its ExecStart with --dp-size 2, one core per replica as
+# the canary sweep's "dp 2"), on a host whose watchdog is held so systemd alone acts
+ORPHAN_HOST = HOSTS[0]
+DP2_DROP_IN = "/run/systemd/system/sglang.service.d/orphan-test.conf"
+DP2_ENV = "/run/sglang-orphan-test.env"
+
+
+def _exec_start(host):
+    """The unit's ExecStart= value, its continuation lines joined."""
+    value, lines = None, sh(host, "systemctl cat sglang").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("ExecStart="):
+            value, j = line[len("ExecStart="):], i
+            while value.endswith("\\"):
+                j += 1
+                value = value[:-1] + " " + lines[j].strip()
+            return value
+    raise AssertionError("no ExecStart= in the sglang unit")
+
+
+def _write(host, path, text):
+    sh(host, f"mkdir -p {path.rsplit('/', 1)[0]} && echo {base64.b64encode(text.encode()).decode()} | base64 -d > {path}")
+
+
+def _answers(host):
+    try:
+        return ask(ip_of(host), timeout=15) == "OK"
+    except OSError:
+        return False
+
+
+def _restarts(host):
+    return int(sh(host, "systemctl show sglang -p NRestarts --value"))
+
+
+@pytest.mark.usefixtures("known_good")
+def test_an_orphaned_rank_never_signals_pid_1():
+    """The ranks of a --dp-size 2 server orphaned: their parent, SGLang's DP controller (which
+    SGLang's subprocess watchdog calls scheduler_0), killed with SIGKILL. Both ranks are adopted
+    and reaped by the unit's subreaper, not by PID 1; SGLang's watchdog ends the server, systemd
+    (PID 1, untouched: the same process, running, no crash) restarts it once (Restart=on-failure,
+    NRestarts + 1) and it serves again. The drop-in is removed before the kill, so the restart
+    brings the host back on its own unit. (A rank alone killed is not this case: measured on
+    SGLang 0.5.23, the DP controller keeps its zombie and nothing ends.)"""
+    host = ORPHAN_HOST
+    pid1_start = sh(host, "cut -d' ' -f22 /proc/1/stat")
+    since = sh(host, "date +%s")
+    unit_before = unit_text(host)
+    sh(host, "sglang-watchdog hold --for 0 --reason orphan-test")
+    try:
+        _write(host, DP2_ENV, "SGLANG_CPU_OMP_THREADS_BIND=0|1\n")
+        _write(host, DP2_DROP_IN, f"[Service]\nEnvironmentFile={DP2_ENV}\nExecStart=\nExecStart={_exec_start(host)} --dp-size 2\n")
+        sh(host, "systemctl daemon-reload && systemctl restart sglang")
+        wait("the --dp-size 2 server answering", lambda: _answers(host), 300, period=2)
+        ranks = sh(host, "pgrep -f '^sglang::scheduler_DP'").split()
+        controller = sh(host, "pgrep -f '^sglang::data_parallel_controller'")
+        assert len(ranks) == 2 and all(sh(host, f"ps -o ppid= -p {r}") == controller for r in ranks), ranks
+        # the next start is the host's own unit again; the running server is left as it is
+        sh(host, f"rm -f {DP2_DROP_IN} {DP2_ENV} && systemctl daemon-reload")
+        assert unit_text(host) == unit_before
+        restarts, server = _restarts(host), main_pid(host)
+        sh(host, f"kill -KILL {controller}")
+        restart_s = wait("systemd restarting the server", lambda: _restarts(host) == restarts + 1, 180)
+        assert main_pid(host) not in (0, server)
+        back_s = wait("the restarted server answering", lambda: _answers(host), 300, period=2)
+    finally:
+        sh(host, f"rm -f {DP2_DROP_IN} {DP2_ENV} && systemctl daemon-reload")
+        if sh(host, "pgrep -f '^sglang::data_parallel_controller' || true"):  # a failure left it serving dp 2
+            sh(host, "systemctl restart sglang")
+        sh(host, "sglang-watchdog release")
+    # PID 1 is the same systemd, running, and was not crashed by a SIGQUIT
+    assert sh(host, "cat /proc/1/comm") == "systemd" and sh(host, "cut -d' ' -f22 /proc/1/stat") == pid1_start
+    assert sh(host, "systemctl is-system-running || true") in ("running", "degraded")
+    pid1_journal = sh(host, f"journalctl _PID=1 --since @{since} --no-pager -o cat")
+    assert "Caught <QUIT>" not in pid1_journal and "Freezing execution" not in pid1_journal
+    journal = sh(host, f"journalctl -u sglang --since @{since} --no-pager -o cat")
+    reaper = [line for line in journal.splitlines() if "sglang-subreaper:" in line]
+    assert any(f"the server ({server}) ended" in line for line in reaper), journal[-3000:]
+    for rank in ranks:  # adopted (only a parent reaps) by the subreaper, never by PID 1
+        assert any(f"reaped orphan {rank} " in line for line in reaper), reaper
+    assert _restarts(host) == restarts + 1 and sh(host, "systemctl is-active sglang") == "active"
+    figure(f"orphan case: restarted in {restart_s:.0f} s, answering {back_s:.0f} s later; subreaper: "
+           + " | ".join(line.split("sglang-subreaper: ", 1)[1] for line in reaper))

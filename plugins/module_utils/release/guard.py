@@ -56,11 +56,15 @@ def _flags(argv):
 def restored_unit(unit_text, env_text) -> dict:
     """What a recorded unit and environment file render: {flags, env, unit: sglang_server's
     variables as the unit holds them}."""
-    unit, env = {}, {}
+    unit, env, launcher = {}, {}, ""
     for key, value in _directives(unit_text):
         if key == "ExecStart":
             words = [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(value)]
-            unit["sglang_server_python"] = words[0] if words else ""
+            # the server's interpreter: the word before -m sglang.launch_server; since the
+            # subreaper (roles/sglang_server/files/sglang_subreaper.py) the first word runs it
+            at = next((i for i in range(1, len(words)) if tuple(words[i:i + 2]) == LAUNCH), 0)
+            unit["sglang_server_python"] = words[at - 1] if at else (words[0] if words else "")
+            launcher = words[0] if words else ""
             unit["flags"] = _flags(words)
         elif key in _SINGLE:
             unit[_SINGLE[key]] = value
@@ -73,7 +77,7 @@ def restored_unit(unit_text, env_text) -> dict:
         if match:
             env[match.group(1)] = re.sub(r"\\(.)", r"\1", match.group(2))
     flags = unit.pop("flags", {})
-    return {"flags": flags, "env": env, "unit": unit}
+    return {"flags": flags, "env": env, "unit": unit, "launcher": launcher or unit.get("sglang_server_python", "")}
 
 
 def sglang_release_restore_refusals(release, context=None) -> list:
@@ -87,5 +91,6 @@ def sglang_release_restore_refusals(release, context=None) -> list:
     unit = dict(read["unit"], sglang_server_read_write_paths=[p for p in paths
                                                               if p != read["unit"].get("sglang_server_workdir")])
     lines = _guard.sglang_server_refusals(dict(context or {}, flags=read["flags"], env=read["env"], unit=unit))
-    lines += _catalogue.refusals("sglang_server", {"sglang_server_python": unit.get("sglang_server_python")})
+    for python in dict.fromkeys([unit.get("sglang_server_python"), read["launcher"]]):
+        lines += _catalogue.refusals("sglang_server", {"sglang_server_python": python})
     return [f"release {release.get('id', '?')}: {line}" for line in lines]
