@@ -25,6 +25,11 @@ HOST = "molecule-sglang-1"
 FAULT_DIR = "/usr/local/lib/sglang-test-fault"
 # the local profile's environment with the fault's directory on the server's PYTHONPATH
 FAULT = {"sglang_server_env": dict(local_vars("sglang")["sglang_server_env"], PYTHONPATH=FAULT_DIR)}
+# the same fault confined to one band of decode batch sizes (SGLANG_TEST_FAULT_BATCH), as a kernel
+# tactic tuned per problem size is: neither the two sizes the check asked before (32, 64) nor the
+# 2-8 of the sentinel's own measurement (docs/operations.md, "Wrong answers")
+BAND = (37, 41)
+BAND_FAULT = {"sglang_server_env": dict(FAULT["sglang_server_env"], SGLANG_TEST_FAULT_BATCH="%d-%d" % BAND)}
 QA = [(p["prompt"], p["expect"]) for p in local_vars("verify")["sglang_verify_probes"]]
 FAILED = re.compile(r"failed verification \((gate|full)\): (.*)$", re.M)
 
@@ -63,9 +68,9 @@ def failure(out):
     return found.group(2)
 
 
-def test_the_deploy_gate_fails_the_fault_naming_the_batch_size_and_the_host_is_restored():
+def test_the_deploy_gate_fails_a_fault_in_one_band_of_sizes_naming_the_size_and_the_host_is_restored():
     before_unit, before_pid = unit_text(HOST), unit_state(HOST)[0]
-    rc, out, took = playbook("deploy.yml", FAULT, expect_rc=None)
+    rc, out, took = playbook("deploy.yml", BAND_FAULT, expect_rc=None)
     assert rc != 0, out[-4000:]
     failed = failure(out)
     # the only failure is the check at load: the probes, the speed gates and the quality gate of
@@ -74,7 +79,9 @@ def test_the_deploy_gate_fails_the_fault_naming_the_batch_size_and_the_host_is_r
     assert " | " not in failed, f"more gates than the check at load failed: {failed}"
     sizes = re.findall(r"generations wrong, the first wrong token decoded at batch [0-9, ]+: at batch (\d+), prompt \S+ "
                        r"\(.*?\): diverged at token \d+: alone .*? \(id \d+, logprob -?[0-9.]+\), in the batch", failed)
-    assert sizes and all(int(n) > 1 for n in sizes), failed
+    assert sizes and all(BAND[0] <= int(n) <= BAND[1] for n in sizes), failed
+    named = re.search(r"the first wrong token decoded at batch ([0-9, ]+):", failed)
+    assert named and all(BAND[0] <= int(n) <= BAND[1] for n in named.group(1).split(", ")), failed
     assert re.search(r"probes +5/5 passed", out)
     assert re.search(r"gate quality vs last-known-good same", out), out[-4000:]
     # restored, confirmed with the check at load passing (same, or numerics_changed: the CPU's own
@@ -85,7 +92,8 @@ def test_the_deploy_gate_fails_the_fault_naming_the_batch_size_and_the_host_is_r
     assert unit_text(HOST) == before_unit and unit_state(HOST)[0] != before_pid
     assert generate([chat_text(q) for q, _ in QA]) == [a for _, a in QA]
     load = re.search(r"at load degraded: batch ([0-9-]+) in \d+ batches, ([0-9]+) generations", " ".join(out.split()))
-    figure(f"a fault only in shared decode batches: deploy.yml's gate failed at load (batch sizes {', '.join(sizes)}), "
+    figure(f"a fault only in shared decode batches of {BAND[0]}-{BAND[1]}: deploy.yml's gate failed at load "
+           f"(batch sizes {', '.join(sizes)}), "
            f"host restored and serving again; {took:.0f} s in all; generations through every size: "
            f"{load.group(2) if load else '?'}")
 
