@@ -4,6 +4,8 @@
 # docs/architecture.md ("The registry of gates") lists them and the steps to add one.
 """Every gate of a host's verification, in the order they are judged."""
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.sglang.deploy.plugins.module_utils.quality import gates as quality
 from ansible_collections.sglang.deploy.plugins.module_utils.verify import baseline, gates, gsm8k, throughput
 from ansible_collections.sglang.deploy.plugins.module_utils.verify.verdict import check_settings
@@ -24,11 +26,6 @@ REGISTRY = (
 REPORTED = {"full": ("sweep",), "gate": ()}
 
 
-def _on(value):
-    """A switch as a role variable may carry it: a bool, or its text where templating left one."""
-    return value.strip().lower() in ("true", "yes", "on", "1") if isinstance(value, str) else bool(value)
-
-
 def checks(mode, on):
     """The probe checks (sglang_probe's ``checks``) a verification of ``mode`` ("gate" or "full")
     runs: what each registered gate needs (its ``needs``), for every gate ``on`` does not switch
@@ -41,7 +38,8 @@ def checks(mode, on):
             ", ".join(unknown) or "mode %r" % mode, ", ".join(names), ", ".join(sorted(REPORTED))))
     out = []
     for gate in REGISTRY:
-        if _on((on or {}).get(gate.name, True)):
+        # a switch as a role variable may carry it: a bool, or its text where templating left one
+        if boolean((on or {}).get(gate.name, True), strict=False):
             out += [c for c in gate.needs if c not in out]
     return out + [c for c in REPORTED[mode] if c not in out]
 
